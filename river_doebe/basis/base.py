@@ -1,0 +1,166 @@
+"""The contract every basis expansion follows, and the shared machinery behind it.
+
+A basis ``phi: R^D -> R^F`` has two faces:
+
+- an **array face**, used by the learners and the evidence code: :meth:`Basis.featurize` on an
+  ``(n, D)`` array, :meth:`Basis.featurize_one` through the jitted kernel, and the hyperparameters
+  as an unconstrained vector (:meth:`Basis.get_hyper`, :meth:`Basis.with_hyper`,
+  :meth:`Basis.hyper_vjp`, :meth:`Basis.hyper_bounds`);
+- a **river face**: a :class:`river.base.Transformer` whose ``transform_one`` returns a dict with
+  stable feature names, so the basis can stand alone in a pipeline.
+
+Each family writes one Numba kernel that featurises a *stack* of members of that family at once::
+
+    kernel(z, Phi, rows, active, *stacked)
+
+``z`` is the ``(D,)`` input, ``Phi`` the ``(M, F_max)`` output of the whole ensemble, ``rows[k]``
+the row of ``Phi`` that member ``k`` of the family fills (it writes its first ``F_k`` columns and
+leaves the rest alone), ``active[rows[k]]`` whether that row is wanted this step, and ``stacked``
+the members' parameter arrays (from :meth:`Basis._params`), each with a leading member axis and
+zero-padded to the largest member. A single learner is a stack of one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from river import base
+
+from river_doebe._schema import Schema
+
+__all__ = ["Basis", "stack_params"]
+
+
+def stack_params(per_member: list[tuple]) -> tuple:
+    """Stack per-member parameter tuples along a new leading axis, zero-padding ragged shapes."""
+    n_params = len(per_member[0])
+    out = []
+    for i in range(n_params):
+        arrays = [np.asarray(p[i]) for p in per_member]
+        ndim = arrays[0].ndim
+        shape = tuple(max(a.shape[d] for a in arrays) for d in range(ndim))
+        dtype = np.result_type(*arrays)
+        stacked = np.zeros((len(arrays), *shape), dtype=dtype)
+        for k, a in enumerate(arrays):
+            stacked[(k, *(slice(0, s) for s in a.shape))] = a
+        out.append(np.ascontiguousarray(stacked))
+    return tuple(out)
+
+
+class Basis(base.Transformer):
+    """Base class of the basis expansions. Subclasses implement the ``_``-prefixed hooks.
+
+    Hooks a family implements:
+
+    - ``_init(n_inputs)``: everything that needs the input dimension (random draws, defaults);
+    - ``_fit(Z)``: data-dependent settings from a batch (default: nothing);
+    - ``n_outputs`` (property), ``_kernel`` (staticmethod, the jitted stack kernel),
+      ``_params()`` (this member's parameter arrays for the kernel);
+    - ``featurize(Z)`` (vectorised NumPy; must equal the kernel), ``feature_names()``;
+    - ``get_hyper()``, ``with_hyper(psi)``, ``hyper_bounds()``, ``hyper_names()``,
+      ``hyper_vjp(Z, G)``.
+    """
+
+    #: whether a Laplace approximation over this family's hyperparameters is affordable
+    laplace_ok: bool = True
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def n_inputs(self) -> int | None:
+        return getattr(self, "_n_inputs", None)
+
+    @property
+    def is_initialized(self) -> bool:
+        return self.n_inputs is not None
+
+    def initialize(self, n_inputs: int) -> Basis:
+        """Fix the input dimension (idempotent for the same dimension)."""
+        n_inputs = int(n_inputs)
+        if n_inputs < 1:
+            raise ValueError("a basis needs at least one input dimension")
+        if self.n_inputs is None:
+            self._init(n_inputs)
+            self._n_inputs = n_inputs
+        elif self.n_inputs != n_inputs:
+            raise ValueError(
+                f"{type(self).__name__} was set up for {self.n_inputs} inputs, got {n_inputs}"
+            )
+        return self
+
+    def fit(self, Z) -> Basis:
+        """Set data-dependent settings (boundaries, centres) from a batch ``Z`` of shape (n, D)."""
+        Z = np.asarray(Z, dtype=np.float64)
+        if Z.ndim != 2:
+            raise ValueError("fit expects a 2-D array of shape (n_samples, n_inputs)")
+        self.initialize(Z.shape[1])
+        self._fit(Z)
+        return self
+
+    def _init(self, n_inputs: int) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _fit(self, Z: np.ndarray) -> None:
+        return None
+
+    def _observe(self, z: np.ndarray) -> None:
+        """Online hook: a learner calls it with each sample it learns from (default: nothing)."""
+        return None
+
+    # ------------------------------------------------------------------ array face
+    @property
+    def n_outputs(self) -> int:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def featurize(self, Z) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def featurize_one(self, z) -> np.ndarray:
+        """One row through the jitted kernel (the streaming path)."""
+        z = np.ascontiguousarray(z, dtype=np.float64)
+        self.initialize(z.shape[0])
+        out = np.zeros((1, self.n_outputs))
+        self._kernel(z, out, _ROW0, _ACTIVE1, *stack_params([self._params()]))
+        return out[0]
+
+    def feature_names(self) -> list[str]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ hyperparameters
+    def get_hyper(self) -> np.ndarray:
+        return np.zeros(0)
+
+    def with_hyper(self, psi) -> Basis:
+        """A new, initialised basis with hyperparameters ``psi``; its constructor parameters
+        determine it fully, so it survives ``clone``."""
+        if len(psi):
+            raise ValueError(f"{type(self).__name__} has no hyperparameters")
+        return self
+
+    def hyper_bounds(self) -> list[tuple[float | None, float | None]]:
+        return []
+
+    def hyper_names(self) -> list[str]:
+        return []
+
+    def hyper_vjp(self, Z, G) -> np.ndarray:
+        """``sum_{n,f} G[n, f] * d Phi[n, f] / d psi``, the chain-rule step of the evidence."""
+        return np.zeros(0)
+
+    # ------------------------------------------------------------------ river face
+    def learn_one(self, x: dict) -> None:
+        z = self._to_array(x)
+        self._observe(z)
+
+    def transform_one(self, x: dict) -> dict:
+        z = self._to_array(x)
+        return dict(zip(self.feature_names(), self.featurize_one(z).tolist()))
+
+    def _to_array(self, x: dict) -> np.ndarray:
+        schema = getattr(self, "_schema", None)
+        if schema is None:
+            schema = self._schema = Schema.from_sample(x)
+            self.initialize(len(schema))
+        return schema.to_array(x)
+
+
+_ROW0 = np.zeros(1, dtype=np.int64)
+_ACTIVE1 = np.ones(1, dtype=np.bool_)

@@ -1,0 +1,69 @@
+"""The linear basis: the inputs themselves, with an optional bias feature."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from river_doebe.basis.base import Basis
+
+__all__ = ["Linear"]
+
+
+@numba.njit(cache=True)
+def _linear_kernel(z, Phi, rows, active, bias):
+    D = z.shape[0]
+    for k in range(rows.shape[0]):
+        r = rows[k]
+        if not active[r]:
+            continue
+        for d in range(D):
+            Phi[r, d] = z[d]
+        if bias[k]:
+            Phi[r, D] = 1.0
+
+
+class Linear(Basis):
+    """The identity basis ``phi(x) = [x, 1]``: with it a learner is Bayesian linear regression.
+
+    Parameters
+    ----------
+    bias
+        Whether to append a constant feature equal to 1.
+
+    Examples
+    --------
+
+    >>> from river_doebe.basis import Linear
+    >>> basis = Linear()
+    >>> basis.transform_one({"a": 2.0, "b": -1.0})
+    {'a': 2.0, 'b': -1.0, 'bias': 1.0}
+
+    """
+
+    _kernel = staticmethod(_linear_kernel)
+
+    def __init__(self, bias: bool = True):
+        self.bias = bias
+
+    def _init(self, n_inputs):
+        pass
+
+    @property
+    def n_outputs(self):
+        return self.n_inputs + int(bool(self.bias))
+
+    def _params(self):
+        return (np.array(int(bool(self.bias)), dtype=np.int64),)
+
+    def featurize(self, Z):
+        Z = np.asarray(Z, dtype=np.float64)
+        self.initialize(Z.shape[1])
+        if self.bias:
+            return np.hstack([Z, np.ones((Z.shape[0], 1))])
+        return Z.copy()
+
+    def feature_names(self):
+        schema = getattr(self, "_schema", None)
+        names = [str(n) for n in schema.names] if schema else [f"x{d}" for d in range(self.n_inputs)]
+        return names + (["bias"] if self.bias else [])
