@@ -1,0 +1,13 @@
+"""river-doebe: dynamic online ensembles of basis expansions for river.
+
+The estimators are river regressors: :class:`DOBE` (one Bayesian basis-expansion learner),
+:class:`DOEBE` (Bayesian model averaging), :class:`SDOEBE` (switching weights) and
+:class:`EDOEBE` (the ensemble of static and dynamic twins of Waxman & Djuric, 2024).
+"""
+
+from river_doebe import basis
+from river_doebe.ensemble import DOEBE, EDOEBE, SDOEBE
+from river_doebe.learner import DOBE
+
+__all__ = ["DOBE", "DOEBE", "EDOEBE", "SDOEBE", "basis"]
+__version__ = "0.1.0"

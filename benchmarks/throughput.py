@@ -1,0 +1,127 @@
+"""Throughput of river-doebe against river's own Bayesian linear regression, in one process.
+
+Every model runs through ``river.evaluate.progressive_val_score`` on the same 10-feature stream
+(Friedman #1, 20,000 samples), so each sample pays for a ``predict_one`` and a ``learn_one``
+exactly as a river user's loop does. Numba compilation happens in a short warm-up run first and
+is not timed. The script prints a table and writes JSON (default ``benchmarks/results/
+throughput.json``).
+
+    python benchmarks/throughput.py [--n 20000] [--repeats 3] [--out FILE]
+
+Targets (issue 2): a DOBE with 100 random Fourier features at least as fast as river's
+``BayesianLinearRegression`` (which works in 10 dimensions), and a 90-member ensemble of
+100-feature learners at least 1,500 samples per second; state memory flat along the stream.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+from river import evaluate, linear_model, metrics, preprocessing
+
+from river_doebe import DOBE, EDOEBE
+from river_doebe.basis import HilbertGP, RandomFourierFeatures, RBFNetwork
+from river_doebe.datasets import Friedman1
+
+HERE = Path(__file__).resolve().parent
+
+
+def ensemble_90(weight_floor: float) -> EDOEBE:
+    """45 specifications (3 families x 15), each static and dynamic: 90 members of F = 100."""
+    specs = []
+    for k in range(15):
+        ls = 0.5 + 0.25 * k
+        specs.append(DOBE(RandomFourierFeatures(50, lengthscale=ls, seed=k), var_eps=0.1))
+        specs.append(DOBE(HilbertGP(100, lengthscale=ls), var_eps=0.1))
+        specs.append(DOBE(RBFNetwork(100, lengthscale=ls, seed=k), var_eps=0.1))
+    return EDOEBE(specs, rw_variances=(1e-3,), delta=1e-2, weight_floor=weight_floor)
+
+
+def candidates():
+    return {
+        "river BayesianLinearRegression": lambda: preprocessing.StandardScaler()
+        | linear_model.BayesianLinearRegression(),
+        "DOBE, 100 RFF features": lambda: preprocessing.StandardScaler()
+        | DOBE(RandomFourierFeatures(50, lengthscale=2.0, seed=0), var_eps=0.1, var_rw=1e-4),
+        "E-DOEBE, 90 members x 100 features (floor 1e-16)": lambda: preprocessing.StandardScaler()
+        | ensemble_90(1e-16),
+        "E-DOEBE, 90 members x 100 features (no floor: all live)": lambda: (
+            preprocessing.StandardScaler() | ensemble_90(0.0)
+        ),
+    }
+
+
+def state_bytes(model) -> int:
+    return len(pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def run_one(make, data, repeats):
+    """Best of ``repeats`` full runs; the state is weighed at half time and at the end."""
+    best = np.inf
+    half = len(data) // 2
+    for _ in range(repeats):
+        model = make()
+        start = time.perf_counter()
+        evaluate.progressive_val_score(data[:half], model, metrics.MAE())
+        paused = time.perf_counter()
+        mid_mem = state_bytes(model)
+        resumed = time.perf_counter()
+        metric = evaluate.progressive_val_score(data[half:], model, metrics.MAE())
+        elapsed = time.perf_counter() - resumed + (paused - start)
+        end_mem = state_bytes(model)
+        best = min(best, elapsed)
+    return {
+        "seconds": best,
+        "samples_per_second": len(data) / best,
+        "mae_second_half": metric.get(),
+        "state_bytes_half": mid_mem,
+        "state_bytes_end": end_mem,
+    }
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=20_000, help="stream length")
+    parser.add_argument("--repeats", type=int, default=3, help="best of this many runs")
+    parser.add_argument("--out", type=Path, default=HERE / "results" / "throughput.json")
+    args = parser.parse_args(argv)
+
+    data = list(Friedman1(n_samples=args.n, seed=0))
+    warm = data[:300]
+    results = {}
+    for name, make in candidates().items():
+        evaluate.progressive_val_score(warm, make(), metrics.MAE())  # compile, fill caches
+        results[name] = run_one(make, data, args.repeats)
+
+    ref = results["river BayesianLinearRegression"]["samples_per_second"]
+    for r in results.values():
+        r["speed_ratio_vs_river_blr"] = r["samples_per_second"] / ref
+
+    width = max(map(len, results))
+    print(f"{'model':<{width}}  {'samples/s':>10}  {'ratio':>6}  {'MAE':>6}  state KiB half->end")
+    for name, r in results.items():
+        print(
+            f"{name:<{width}}  {r['samples_per_second']:>10.0f}  "
+            f"{r['speed_ratio_vs_river_blr']:>6.2f}  {r['mae_second_half']:>6.3f}  "
+            f"{r['state_bytes_half'] / 1024:.0f} -> {r['state_bytes_end'] / 1024:.0f}"
+        )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "stream": f"Friedman #1, {args.n} samples, 10 features",
+        "machine": {"python": platform.python_version(), "processor": platform.processor()},
+        "repeats": args.repeats,
+        "results": results,
+    }
+    args.out.write_text(json.dumps(payload, indent=2))
+    print(f"wrote {args.out}")
+    return payload
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,233 @@
+"""Ensembles: BMA weights are normalised evidences, switching, E-DOEBE structure, one-step-ahead
+mixtures, river compatibility."""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+from river import checks, datasets, evaluate, metrics, preprocessing
+from scipy.special import logsumexp
+from scipy.stats import multivariate_normal, norm
+
+from river_doebe import DOBE, DOEBE, EDOEBE, SDOEBE
+from river_doebe.basis import Linear
+from river_doebe.ensemble import edoebe_transition
+
+
+def _dicts(X):
+    return [{f"x{j}": float(v) for j, v in enumerate(row)} for row in X]
+
+
+def _stream(n=300, d=2, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = 1.5 * X[:, 0] - X[:, 1] + 0.4 + 0.5 * rng.normal(size=n)
+    return X, y
+
+
+def _log_evidence(Phi, y, var_theta, var_eps):
+    C = var_theta * Phi @ Phi.T + var_eps * np.eye(len(y))
+    return multivariate_normal.logpdf(y, np.zeros(len(y)), C)
+
+
+def test_bma_weights_are_normalised_evidences():
+    X, y = _stream()
+    specs = [(True, 1.0, 0.25), (False, 1.0, 0.25), (True, 0.1, 1.0), (True, 5.0, 0.2)]
+    models = [DOBE(Linear(bias=b), var_theta=vt, var_eps=ve) for b, vt, ve in specs]
+    ens = DOEBE(models, weight_floor=0.0)
+    for x, t in zip(_dicts(X), y):
+        ens.learn_one(x, t)
+    evid = []
+    for b, vt, ve in specs:
+        Phi = np.hstack([X, np.ones((len(X), 1))]) if b else X
+        evid.append(_log_evidence(Phi, y, vt, ve))
+    evid = np.array(evid)
+    expected = evid - logsumexp(evid)
+    got = np.log(ens.weights)
+    np.testing.assert_allclose(got - got[0], expected - expected[0], rtol=1e-9, atol=1e-8)
+    np.testing.assert_allclose(ens.weights, np.exp(expected), rtol=1e-8, atol=1e-300)
+    # the ensemble's own running evidence is the log of the mixture of evidences
+    assert ens._engine.log_evidence == pytest.approx(logsumexp(evid) - math.log(4), rel=1e-10)
+
+
+def test_prediction_is_the_moment_matched_mixture_of_the_prior_weights():
+    X, y = _stream(n=60)
+    models = [DOBE(Linear(), var_eps=0.3), DOBE(Linear(), var_eps=0.3, var_rw=1e-2)]
+    ens = SDOEBE(models, transition=[[0.9, 0.1], [0.2, 0.8]], weight_floor=0.0)
+    singles = [DOBE(Linear(), var_eps=0.3), DOBE(Linear(), var_eps=0.3, var_rw=1e-2)]
+    for x, t in zip(_dicts(X), y):
+        w = ens.weights
+        w_switched = w @ np.array([[0.9, 0.1], [0.2, 0.8]])
+        dists = [s.predict_one(x, with_dist=True) for s in singles]
+        means = np.array([d.mu for d in dists])
+        vars_ = np.array([d.sigma**2 for d in dists])
+        mean = w_switched @ means
+        var = w_switched @ (vars_ + (means - mean) ** 2)
+        got = ens.predict_one(x, with_dist=True)
+        assert got.mu == pytest.approx(mean, rel=1e-10, abs=1e-12)
+        assert got.sigma**2 == pytest.approx(var, rel=1e-10)
+        exact = logsumexp(np.log(w_switched) + norm.logpdf(t, means, np.sqrt(vars_)))
+        assert ens.log_density_one(x, t) == pytest.approx(exact, rel=1e-10)
+        ens.learn_one(x, t)
+        for s in singles:
+            s.learn_one(x, t)
+
+
+def test_weights_never_see_the_target_they_predict():
+    X, y = _stream(n=80)
+    make = lambda: EDOEBE([DOBE(Linear(), var_eps=0.3), DOBE(Linear(bias=False))])  # noqa: E731
+    a, b = make(), make()
+    xs = _dicts(X)
+    for i, (x, t) in enumerate(zip(xs, y)):
+        if i == 79:
+            pa, pb = a.predict_one(x, with_dist=True), b.predict_one(x, with_dist=True)
+            assert (pa.mu, pa.sigma) == (pb.mu, pb.sigma)
+            a.learn_one(x, t)
+            b.learn_one(x, -t + 50)
+            assert not np.allclose(a.weights, b.weights)
+        else:
+            a.learn_one(x, t)
+            b.learn_one(x, t)
+
+
+def test_sdoebe_with_identity_equals_doebe():
+    X, y = _stream(n=400, seed=2)
+    make = lambda: [  # noqa: E731
+        DOBE(Linear(), var_eps=0.25),
+        DOBE(Linear(), var_eps=0.25, var_rw=1e-2),
+        DOBE(Linear(bias=False), var_eps=1.0),
+    ]
+    a = DOEBE(make())
+    b = SDOEBE(make(), transition=np.eye(3))
+    for x, t in zip(_dicts(X), y):
+        assert a.predict_one(x) == b.predict_one(x)
+        a.learn_one(x, t)
+        b.learn_one(x, t)
+    np.testing.assert_array_equal(a.weights, b.weights)
+
+
+def _static_then_drift(n_static=1500, n_drift=1500, seed=0):
+    """A linear model that is fixed at first and then drifts quickly."""
+    rng = np.random.default_rng(seed)
+    n = n_static + n_drift
+    X = rng.normal(size=(n, 2))
+    w = np.array([1.0, -1.0])
+    y = np.empty(n)
+    for i in range(n):
+        if i >= n_static:
+            w = w + 0.05 * rng.normal(size=2)
+        y[i] = X[i] @ w + 0.1 * rng.normal()
+    return X, y
+
+
+def test_collapsed_weight_revives_under_switching():
+    X, y = _static_then_drift()
+    members = lambda: [  # noqa: E731
+        DOBE(Linear(bias=False), var_eps=0.01, var_rw=1e-3),
+        DOBE(Linear(bias=False), var_eps=0.01),
+    ]
+    bma = DOEBE(members())
+    switching = SDOEBE(members(), transition=edoebe_transition(1, 2, 1e-2))
+    w_bma, w_sw = [], []
+    pll_bma, pll_sw = 0.0, 0.0
+    for i, (x, t) in enumerate(zip(_dicts(X), y)):
+        d1, d2 = bma.predict_one(x, with_dist=True), switching.predict_one(x, with_dist=True)
+        if i >= 1500:
+            pll_bma += norm.logpdf(t, d1.mu, d1.sigma)
+            pll_sw += norm.logpdf(t, d2.mu, d2.sigma)
+        bma.learn_one(x, t)
+        switching.learn_one(x, t)
+        w_bma.append(bma.weights[0])
+        w_sw.append(switching.weights[0])
+    # the static member wins the static part: BMA drops the dynamic member for good
+    assert w_bma[1499] == 0.0 and w_bma[-1] == 0.0
+    assert w_sw[1499] < 0.05
+    # once the data drift, the switching ensemble brings the dynamic member back
+    assert np.mean(w_sw[-500:]) > 0.9
+    assert pll_sw > pll_bma + 1000
+
+
+def test_dropped_members_are_not_updated():
+    X, y = _stream(n=300)
+    ens = DOEBE([DOBE(Linear(), var_eps=0.25), DOBE(Linear(), var_eps=50.0)], weight_floor=1e-16)
+    xs = _dicts(X)
+    for x, t in zip(xs, y):
+        ens.learn_one(x, t)
+    assert ens.weights[1] == 0.0
+    frozen = ens._engine.Sigma[1].copy()
+    for x, t in zip(xs[:20], y[:20]):
+        ens.learn_one(x, t)
+    np.testing.assert_array_equal(ens._engine.Sigma[1], frozen)
+    means, variances, w = ens.member_predictions(xs[0])
+    assert math.isnan(means[1]) and w[1] == 0.0
+
+
+def test_edoebe_builds_twins_and_a_row_stochastic_block_matrix():
+    ens = EDOEBE(
+        [DOBE(Linear()), DOBE(Linear(bias=False), var_eps=0.5)],
+        rw_variances=(1e-2, 1e-4),
+        delta=0.05,
+    )
+    ens.learn_one({"a": 1.0}, 1.0)
+    kinds = [(type(m.basis).__name__, m.basis.bias, m.var_rw) for m in ens.members]
+    assert kinds == [
+        ("Linear", True, 1e-2), ("Linear", False, 1e-2),
+        ("Linear", True, 1e-4), ("Linear", False, 1e-4),
+        ("Linear", True, 0.0), ("Linear", False, 0.0),
+    ]
+    Q = edoebe_transition(2, 3, 0.05)
+    np.testing.assert_allclose(Q.sum(axis=1), 1.0)
+    assert Q[0, 0] == pytest.approx(0.9) and Q[0, 2] == Q[0, 4] == 0.05
+    assert Q[0, 1] == Q[0, 3] == 0.0  # never across families
+    assert ens.members[0].basis is not ens.members[4].basis
+
+
+@pytest.mark.parametrize(
+    "Q, word",
+    [
+        ([[0.5, 0.6], [0.5, 0.5]], "row-stochastic"),
+        ([[1.5, -0.5], [0.0, 1.0]], "non-negative"),
+        ([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], "square"),
+        (np.eye(3), "3 members"),
+    ],
+)
+def test_invalid_transition_matrices_are_refused(Q, word):
+    with pytest.raises(ValueError, match=word):
+        SDOEBE([DOBE(), DOBE()], transition=Q)
+
+
+def test_invalid_ensemble_arguments():
+    with pytest.raises(ValueError, match="delta"):
+        EDOEBE([DOBE()], delta=0.7, rw_variances=(1e-3, 1e-2))
+    with pytest.raises(ValueError, match="weight_floor"):
+        DOEBE([DOBE()], weight_floor=1.5)
+    with pytest.raises(TypeError, match="DOBE"):
+        DOEBE([Linear()]).learn_one({"a": 1.0}, 1.0)
+
+
+def test_ensemble_pickles_and_works_in_a_pipeline():
+    from river_doebe.basis import RandomFourierFeatures
+
+    ens = EDOEBE([DOBE(Linear(), var_eps=0.5), DOBE(RandomFourierFeatures(10, seed=2))])
+    model = preprocessing.StandardScaler() | ens
+    data = list(datasets.TrumpApproval().take(300))
+    for x, t in data[:200]:
+        model.predict_one(x)
+        model.learn_one(x, t)
+    restored = pickle.loads(pickle.dumps(model))
+    for x, t in data[200:]:
+        assert restored.predict_one(x) == model.predict_one(x)
+        restored.learn_one(x, t)
+        model.learn_one(x, t)
+    np.testing.assert_array_equal(restored["EDOEBE"].weights, ens.weights)
+    score = evaluate.progressive_val_score(datasets.TrumpApproval(), model.clone(), metrics.MAE())
+    assert score.get() < 1.0
+
+
+@pytest.mark.parametrize("cls", [DOEBE, SDOEBE, EDOEBE])
+def test_check_estimator(cls):
+    for params in cls._unit_test_params():
+        checks.check_estimator(cls(**params))
