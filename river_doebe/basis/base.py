@@ -22,6 +22,8 @@ zero-padded to the largest member. A single learner is a stack of one.
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 from river import base
 
@@ -101,8 +103,13 @@ class Basis(base.Transformer):
     def _fit(self, Z: np.ndarray) -> None:
         return None
 
-    def _observe(self, z: np.ndarray) -> None:
-        """Online hook: a learner calls it with each sample it learns from (default: nothing)."""
+    def _observe(self, z: np.ndarray) -> bool | None:
+        """Online hook: a learner calls it with each sample it learns from (default: nothing).
+
+        A family whose kernel parameters change here (the RBF network placing its centres online)
+        returns ``True`` when they did, so a learner holding stacked parameters knows to restack,
+        and exposes a ``wants_observations`` property that stays ``True`` while this can happen.
+        """
         return None
 
     # ------------------------------------------------------------------ array face
@@ -152,7 +159,39 @@ class Basis(base.Transformer):
 
     def transform_one(self, x: dict) -> dict:
         z = self._to_array(x)
-        return dict(zip(self.feature_names(), self.featurize_one(z).tolist()))
+        return dict(zip(self.feature_names(), self.featurize_one(z).tolist(), strict=True))
+
+    # ------------------------------------------------------------------ shared helpers
+    def _input_names(self) -> list[str]:
+        """Names of the inputs: the schema's when the river face fixed one, else ``x<d>``."""
+        schema = getattr(self, "_schema", None)
+        if schema is not None:
+            return [str(n) for n in schema.names]
+        return [f"x{d}" for d in range(self.n_inputs)]
+
+    def _require_initialized(self, what: str) -> int:
+        if self.n_inputs is None:
+            raise RuntimeError(
+                f"{type(self).__name__}.{what} needs the input dimension: call initialize(D), "
+                "fit(Z) or featurize(Z) first"
+            )
+        return self.n_inputs
+
+    def _as_batch(self, Z) -> np.ndarray:
+        """``Z`` as a float64 ``(n, D)`` array, initialising the basis on first sight."""
+        Z = np.asarray(Z, dtype=np.float64)
+        if Z.ndim != 2:
+            raise ValueError("expected a 2-D array of shape (n_samples, n_inputs)")
+        self.initialize(Z.shape[1])
+        return Z
+
+    def _copy_face(self, other: Basis) -> Basis:
+        """Initialise ``other`` like ``self`` and give it the same river-face schema."""
+        other.initialize(self.n_inputs)
+        schema = getattr(self, "_schema", None)
+        if schema is not None:
+            other._schema = schema
+        return other
 
     def _to_array(self, x: dict) -> np.ndarray:
         schema = getattr(self, "_schema", None)
@@ -161,6 +200,46 @@ class Basis(base.Transformer):
             self.initialize(len(schema))
         return schema.to_array(x)
 
+
+def _check_positive_int(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def _check_lengthscale(value, name: str = "lengthscale") -> np.ndarray:
+    """Validate a scalar or ARD length scale; return it as a float64 array (0-d or 1-d)."""
+    if isinstance(value, str | bytes | bool):
+        raise ValueError(f"{name} must be a positive number or a sequence of them, got {value!r}")
+    try:
+        arr = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"{name} must be a positive number or a sequence of them, got {value!r}"
+        ) from None
+    if arr.ndim > 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a positive number or a 1-D sequence of them")
+    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise ValueError(f"{name} must be finite and positive, got {value!r}")
+    return arr
+
+
+def _lengthscale_vector(arr: np.ndarray, n_inputs: int, name: str = "lengthscale") -> np.ndarray:
+    """Broadcast a validated length scale to one value per input dimension."""
+    if arr.ndim == 1 and arr.shape[0] != n_inputs:
+        raise ValueError(
+            f"{name} has {arr.shape[0]} values but the input has {n_inputs} dimensions"
+        )
+    return np.broadcast_to(arr, (n_inputs,)).astype(np.float64)
+
+
+def _lengthscale_param(log_ls: np.ndarray, ard: bool):
+    """The constructor value for log length scales: a float, or a tuple of floats (ARD)."""
+    ls = np.exp(np.asarray(log_ls, dtype=np.float64))
+    return tuple(float(v) for v in ls) if ard else float(ls[0])
+
+
+_LOG_LS_BOUNDS = (float(np.log(1e-6)), float(np.log(1e2)))
 
 _ROW0 = np.zeros(1, dtype=np.int64)
 _ACTIVE1 = np.ones(1, dtype=np.bool_)

@@ -65,5 +65,7 @@ class Linear(Basis):
 
     def feature_names(self):
         schema = getattr(self, "_schema", None)
-        names = [str(n) for n in schema.names] if schema else [f"x{d}" for d in range(self.n_inputs)]
+        names = (
+            [str(n) for n in schema.names] if schema else [f"x{d}" for d in range(self.n_inputs)]
+        )
         return names + (["bias"] if self.bias else [])

@@ -1,0 +1,611 @@
+"""Metrics of the DOEBE paper, and a one-step-ahead evaluation driver.
+
+The paper scores a stream with two numbers (Section 5):
+
+- the normalised mean squared error, ``nMSE_t = sum_{tau<=t} (mu_tau - y_tau)^2 / (t Var(y))``,
+  where ``mu_tau`` is the predictive mean and ``Var(y)`` the variance of the targets of the
+  whole streamed part: `NMSE`;
+- the predictive log-likelihood, the mean of ``log p(y_t | x_t, past data)`` under the model's
+  predictive distribution: `PredictiveLogLikelihood`.
+
+Both are river metrics (``update(y_true, y_pred)``, ``revert``, ``get``). The log-likelihood needs
+the predictive distribution, not a point prediction; river's ``evaluate.progressive_val_score``
+only calls ``predict_one(x)``. Two ways around that are provided:
+
+- `WithDist` wraps a model so that ``predict_one(x)`` returns ``predict_one(x, with_dist=True)``;
+  use it with ``progressive_val_score`` and the metrics of this module (which accept a
+  distribution wherever a prediction is expected);
+- `progressive_scores` runs the predict-then-learn loop itself and feeds each metric what it
+  needs (a point prediction to `NMSE` and to river's metrics, the distribution to
+  `PredictiveLogLikelihood`), with optional traces for plotting.
+
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import math
+import numbers
+import time
+
+import numpy as np
+from river import base
+from river.metrics import base as metrics_base
+
+__all__ = [
+    "NMSE",
+    "PLL",
+    "PredictiveLogLikelihood",
+    "ProgressiveResult",
+    "WithDist",
+    "progressive_scores",
+]
+
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading predictions
+# ---------------------------------------------------------------------------------------------
+
+
+def _point(y_pred):
+    """The point prediction carried by ``y_pred``: itself if a number, else the mean."""
+    if type(y_pred) is float:
+        return y_pred
+    if isinstance(y_pred, numbers.Real):
+        return float(y_pred)
+    mu = getattr(y_pred, "mu", None)
+    if mu is not None:
+        return float(mu)
+    if isinstance(y_pred, tuple | list) and len(y_pred) == 2:
+        return float(y_pred[0])
+    raise TypeError(
+        f"Cannot read a point prediction from {type(y_pred).__name__!r}: expected a number, a "
+        "distribution with a `mu` attribute (e.g. river.proba.Gaussian) or a (mean, var) tuple."
+    )
+
+
+def _variance(y_pred) -> float:
+    """The predictive variance carried by ``y_pred``, or NaN if it carries none."""
+    sigma = getattr(y_pred, "sigma", None)
+    if sigma is not None:
+        return sigma * sigma
+    if isinstance(y_pred, tuple | list) and len(y_pred) == 2:
+        return float(y_pred[1])
+    return math.nan
+
+
+def _gaussian_log_density(y, mean, var) -> float:
+    if not (var > 0.0 and math.isfinite(var)):
+        raise ValueError(f"a predictive variance must be positive and finite, got {var!r}")
+    r = y - mean
+    return -0.5 * r * r / var - 0.5 * math.log(var) - _HALF_LOG_2PI
+
+
+def _log_density(y_pred, y_true) -> float:
+    """``log p(y_true)`` under the predictive distribution ``y_pred``."""
+    if y_pred is None or isinstance(y_pred, numbers.Real):
+        raise TypeError(
+            "PredictiveLogLikelihood needs a predictive distribution, got the number "
+            f"{y_pred!r}. Call `model.predict_one(x, with_dist=True)`, wrap the model in "
+            "`river_doebe.metrics.WithDist` for `evaluate.progressive_val_score`, or use "
+            "`river_doebe.metrics.progressive_scores`."
+        )
+    log_pdf = getattr(y_pred, "log_pdf", None)
+    if log_pdf is not None:
+        return float(log_pdf(y_true))
+    mu, sigma = getattr(y_pred, "mu", None), getattr(y_pred, "sigma", None)
+    if mu is not None and sigma is not None:
+        return _gaussian_log_density(y_true, mu, sigma * sigma)
+    if isinstance(y_pred, tuple | list) and len(y_pred) == 2:
+        return _gaussian_log_density(y_true, y_pred[0], y_pred[1])
+    raise TypeError(
+        f"PredictiveLogLikelihood cannot read a distribution from {type(y_pred).__name__!r}: "
+        "expected an object with a `log_pdf` method (e.g. river.proba.Gaussian), one with `mu` "
+        "and `sigma`, or a Gaussian's (mean, variance) tuple."
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Metrics
+# ---------------------------------------------------------------------------------------------
+
+
+class NMSE(metrics_base.RegressionMetric):
+    """Normalised mean squared error: the MSE divided by the variance of the targets.
+
+    The paper's nMSE at time $t$ is
+
+    $$\\text{nMSE}_t = \\frac{\\sum_{\\tau=1}^{t} (\\mu_\\tau - y_\\tau)^2}
+    {t\\,\\text{Var}(y_{1:T})},$$
+
+    where $\\mu_\\tau$ is the predictive mean and $\\text{Var}(y_{1:T})$ is the (population,
+    ``ddof=0``) variance of the targets over the **whole** streamed part, as the paper's code
+    computes it (``y.var()``). An online metric cannot know that variance in advance, hence two
+    modes:
+
+    - ``var_y`` given: it is used as the denominator; with ``var_y = numpy.var(y_stream)`` this is
+      exactly the paper's figure at every step (the paper's nMSE curves).
+    - ``var_y=None`` (default): the denominator is the running variance (``ddof=0``) of the
+      targets seen so far, so ``get()`` after the last step equals the paper's final number, but
+      intermediate values differ from the paper's curve (the denominator still moves). Until two
+      different targets have been seen, that variance is 0 and ``get()`` returns NaN.
+
+    A value of 1 is what predicting the mean of the targets would score; lower is better.
+
+    ``y_pred`` may be a number or a predictive distribution (anything with a ``mu`` attribute,
+    such as ``river.proba.Gaussian``, or a ``(mean, var)`` tuple), whose mean is used. So the
+    metric also works on the output of `WithDist`.
+
+    Parameters
+    ----------
+    var_y
+        Fixed variance of the targets to normalise by, or ``None`` for the running variance.
+
+    Examples
+    --------
+    >>> from river_doebe import metrics
+
+    >>> y_true = [3, -0.5, 2, 7]
+    >>> y_pred = [2.5, 0.0, 2, 8]
+
+    With the running variance of the targets seen so far:
+
+    >>> metric = metrics.NMSE()
+    >>> for yt, yp in zip(y_true, y_pred):
+    ...     metric.update(yt, yp)
+    ...     print(metric.get())
+    nan
+    0.0816...
+    0.0769...
+    0.0513...
+
+    With the variance of the whole stream (here ``numpy.var(y_true) = 7.296875``), as in the
+    paper; after the last step both agree:
+
+    >>> metric = metrics.NMSE(var_y=7.296875)
+    >>> for yt, yp in zip(y_true, y_pred):
+    ...     metric.update(yt, yp)
+    >>> metric
+    NMSE: 0.051392
+
+    """
+
+    def __init__(self, var_y=None):
+        if var_y is not None and not (var_y > 0 and math.isfinite(var_y)):
+            raise ValueError(f"var_y must be positive and finite, got {var_y!r}")
+        self.var_y = var_y
+        self._w = 0.0  # total weight
+        self._sse = 0.0  # weighted sum of squared errors
+        self._mean = 0.0  # weighted running mean of the targets (Welford)
+        self._m2 = 0.0  # weighted sum of squared deviations of the targets
+
+    def update(self, y_true, y_pred, w=1.0) -> None:
+        err = y_true - _point(y_pred)
+        self._sse += w * err * err
+        self._w += w
+        delta = y_true - self._mean
+        self._mean += (w / self._w) * delta
+        self._m2 += w * delta * (y_true - self._mean)
+
+    def revert(self, y_true, y_pred, w=1.0) -> None:
+        err = y_true - _point(y_pred)
+        self._sse -= w * err * err
+        w_old = self._w - w
+        if w_old <= 0.0:
+            self._w = self._sse = self._mean = self._m2 = 0.0
+            return
+        mean_old = (self._w * self._mean - w * y_true) / w_old
+        self._m2 -= w * (y_true - mean_old) * (y_true - self._mean)
+        self._m2 = max(self._m2, 0.0)
+        self._mean = mean_old
+        self._w = w_old
+
+    @property
+    def mse(self) -> float:
+        """The mean squared error so far (0 before any update)."""
+        return self._sse / self._w if self._w > 0 else 0.0
+
+    @property
+    def var(self) -> float:
+        """The denominator in use: ``var_y`` if given, else the running variance (``ddof=0``)."""
+        if self.var_y is not None:
+            return self.var_y
+        return self._m2 / self._w if self._w > 0 else 0.0
+
+    def get(self) -> float:
+        var = self.var
+        if var <= 0.0:
+            return math.nan
+        return self.mse / var
+
+
+class PredictiveLogLikelihood(metrics_base.RegressionMetric):
+    """Predictive log-likelihood: the mean of $\\log p(y_t \\mid x_t, \\text{past data})$.
+
+    The paper's PLL (Section 5) is the average log density of each target under the model's
+    one-step-ahead predictive distribution, made before the target was learnt. Higher is
+    better. For a Gaussian predictive $\\mathcal{N}(\\mu_t, s_t^2)$ each term is
+    $-\\frac{1}{2}\\log(2\\pi s_t^2) - (y_t - \\mu_t)^2 / (2 s_t^2)$.
+
+    ``update(y_true, y_pred)`` needs the **distribution**: ``y_pred`` may be
+
+    - an object with a ``log_pdf`` method, such as the ``river.proba.Gaussian`` that
+      ``predict_one(x, with_dist=True)`` returns (this package's models and river's
+      ``linear_model.BayesianLinearRegression`` do);
+    - an object with ``mu`` and ``sigma`` attributes;
+    - a Gaussian's ``(mean, variance)`` tuple.
+
+    A plain number raises ``TypeError``. In progressive validation, either wrap the model in
+    `WithDist` and call ``evaluate.progressive_val_score`` as usual, or use
+    `progressive_scores`, which hands this metric the distribution and other metrics the mean.
+
+    A predictive variance of zero gives a log density of $-\\infty$ (or an error for a tuple):
+    the metric then stays at $-\\infty$, which is the honest score.
+
+    Examples
+    --------
+    >>> from river import proba
+    >>> from river_doebe import metrics
+
+    >>> metric = metrics.PredictiveLogLikelihood()
+    >>> metric.update(1.0, (0.0, 1.0))
+    >>> metric.update(0.5, proba.Gaussian._from_state(n=1, m=0.0, var=0.25, ddof=0))
+    >>> metric
+    PredictiveLogLikelihood: -1.072365
+
+    A point prediction is refused:
+
+    >>> metric.update(1.0, 0.9)
+    Traceback (most recent call last):
+    ...
+    TypeError: PredictiveLogLikelihood needs a predictive distribution, got the number 0.9. ...
+
+    With river's progressive validation:
+
+    >>> from river import evaluate, linear_model
+    >>> from river_doebe import datasets
+    >>> model = metrics.WithDist(linear_model.BayesianLinearRegression())
+    >>> evaluate.progressive_val_score(
+    ...     datasets.Drift(n_samples=500), model, metrics.PredictiveLogLikelihood()
+    ... )
+    PredictiveLogLikelihood: -1.23...
+
+    """
+
+    #: Tells `progressive_scores` to pass the predictive distribution, not its mean.
+    requires_distribution = True
+
+    def __init__(self):
+        self._w = 0.0
+        self._sum = 0.0
+
+    @property
+    def bigger_is_better(self):
+        return True
+
+    def update(self, y_true, y_pred, w=1.0) -> None:
+        self._sum += w * _log_density(y_pred, y_true)
+        self._w += w
+
+    def revert(self, y_true, y_pred, w=1.0) -> None:
+        self._sum -= w * _log_density(y_pred, y_true)
+        self._w -= w
+        if self._w <= 0.0:
+            self._w = self._sum = 0.0
+
+    def get(self) -> float:
+        return self._sum / self._w if self._w > 0 else 0.0
+
+
+#: Short alias of `PredictiveLogLikelihood`.
+PLL = PredictiveLogLikelihood
+
+
+# ---------------------------------------------------------------------------------------------
+# Progressive validation with predictive distributions
+# ---------------------------------------------------------------------------------------------
+
+
+class WithDist(base.Wrapper, base.Regressor):
+    """Make a regressor's ``predict_one`` return its predictive distribution.
+
+    ``WithDist(model).predict_one(x)`` returns ``model.predict_one(x, with_dist=True)``, and
+    ``learn_one`` is forwarded unchanged. This lets river's ``evaluate.progressive_val_score``,
+    which calls ``predict_one(x)`` without options, feed a distribution to
+    `PredictiveLogLikelihood`. Other metrics then also receive the distribution: those of this
+    module accept it (`NMSE` uses its mean), river's own ones such as ``metrics.MAE`` do not. To
+    mix them, use `progressive_scores`.
+
+    Parameters
+    ----------
+    model
+        A regressor whose ``predict_one`` accepts ``with_dist=True``: this package's models,
+        river's ``linear_model.BayesianLinearRegression``, or a pipeline ending in one.
+
+    Examples
+    --------
+    >>> from river import evaluate, linear_model
+    >>> from river_doebe import datasets, metrics
+
+    >>> model = metrics.WithDist(linear_model.BayesianLinearRegression())
+    >>> evaluate.progressive_val_score(
+    ...     datasets.Drift(n_samples=500),
+    ...     model,
+    ...     metrics.NMSE() + metrics.PredictiveLogLikelihood(),
+    ... )
+    NMSE: 0.52...
+    PredictiveLogLikelihood: -1.23...
+
+    >>> x, _ = next(iter(datasets.Drift()))
+    >>> type(model.predict_one(x)).__name__
+    'Gaussian'
+
+    """
+
+    def __init__(self, model):
+        self.model = model
+
+    @property
+    def _wrapped_model(self):
+        return self.model
+
+    @classmethod
+    def _unit_test_params(cls):
+        from river import linear_model
+
+        yield {"model": linear_model.BayesianLinearRegression()}
+
+    def _unit_test_skips(self):
+        # The predictions are distribution objects, which this check compares with `==`;
+        # feature-order invariance is the wrapped model's property and is checked on it.
+        return {"check_shuffle_features_no_impact"}
+
+    def learn_one(self, x, y, **kwargs):
+        self.model.learn_one(x, y, **kwargs)
+
+    def predict_one(self, x, **kwargs):
+        kwargs.pop("with_dist", None)
+        return self.model.predict_one(x, with_dist=True, **kwargs)
+
+
+@dataclasses.dataclass
+class ProgressiveResult:
+    """What `progressive_scores` returns.
+
+    Attributes
+    ----------
+    scores
+        Final value of each metric, by name.
+    n_samples
+        Number of samples streamed.
+    steps
+        Sample counts (1-based) at which the traces were recorded; empty without ``every``.
+    traces
+        Value of each metric at each of ``steps``, by name.
+    predictions
+        With ``keep_predictions=True``: the point prediction (predictive mean, or label) made
+        for each sample before learning it; NaN where the model returned ``None``.
+    variances
+        With ``keep_predictions=True`` and predictive distributions: the predictive variance
+        for each sample; otherwise ``None``.
+    elapsed
+        Wall-clock seconds spent in the loop.
+
+    """
+
+    scores: dict
+    n_samples: int
+    steps: np.ndarray
+    traces: dict
+    predictions: np.ndarray | None = None
+    variances: np.ndarray | None = None
+    elapsed: float = 0.0
+
+    def __getitem__(self, name):
+        return self.scores[name]
+
+
+def _named_metrics(metrics) -> list[tuple[str, metrics_base.Metric]]:
+    if isinstance(metrics, metrics_base.Metric) and not isinstance(metrics, metrics_base.Metrics):
+        metrics = [metrics]
+    if isinstance(metrics, dict):
+        items = list(metrics.items())
+    else:
+        flat = []
+        for m in metrics:
+            flat.extend(m if isinstance(m, metrics_base.Metrics) else [m])
+        items, seen = [], {}
+        for m in flat:
+            name = type(m).__name__
+            seen[name] = seen.get(name, 0) + 1
+            items.append((name if seen[name] == 1 else f"{name}_{seen[name]}", m))
+    for name, m in items:
+        if not isinstance(m, metrics_base.Metric):
+            raise TypeError(f"{name!r} is not a river metric: {m!r}")
+    return items
+
+
+def _accepts_with_dist(method) -> bool:
+    try:
+        params = inspect.signature(method).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        return True
+    return "with_dist" in params or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()
+    )
+
+
+def progressive_scores(
+    model,
+    dataset,
+    metrics,
+    *,
+    every: int | None = None,
+    with_dist: bool | None = None,
+    keep_predictions: bool = False,
+) -> ProgressiveResult:
+    """Progressive (one-step-ahead) validation that gives each metric what it needs.
+
+    For each ``(x, y)`` of ``dataset``, in order: predict for ``x``, update every metric with
+    ``y`` and that prediction, and only then ``model.learn_one(x, y)``. No prediction ever
+    depends on its own target. The model is called once per step:
+
+    - for a regressor, ``predict_one(x, with_dist=True)`` when a distribution is needed (some
+      metric has ``requires_distribution``, such as `PredictiveLogLikelihood`, or
+      ``with_dist=True``), else ``predict_one(x)``. Metrics that need the distribution get it;
+      all others (`NMSE`, river's ``MAE``, ``R2``, ...) get its mean;
+    - for a classifier, ``predict_proba_one(x)`` when some metric works on probabilities
+      (``requires_labels`` is false, e.g. river's ``LogLoss``), else ``predict_one(x)``; label
+      metrics get the most probable label.
+
+    Where the model returns ``None``, no metric is updated, as in river. The metrics are updated
+    in place, like ``evaluate.progressive_val_score`` does.
+
+    Parameters
+    ----------
+    model
+        A river regressor or classifier. It is trained in place.
+    dataset
+        An iterable of ``(x, y)`` pairs, such as a river dataset.
+    metrics
+        A metric, a list of metrics (river ``Metrics`` containers are flattened), or a dict
+        ``{name: metric}``. In a list, a metric is named by its class, with ``_2``, ``_3``, ...
+        appended to repeats.
+    every
+        If given, record every metric's value after every ``every`` samples, and after the
+        last one (the traces, for plotting).
+    with_dist
+        Force (``True``) or forbid (``False``) asking a regressor for its distribution; by
+        default it is asked only when a metric needs it. Forcing it gives the predictive
+        variances with ``keep_predictions``.
+    keep_predictions
+        Whether to return the point predictions (and predictive variances) for every sample.
+
+    Returns
+    -------
+    A `ProgressiveResult`; ``result.scores`` holds the final values and ``result["NMSE"]`` is a
+    shortcut.
+
+    Examples
+    --------
+    >>> from river import linear_model, metrics as river_metrics
+    >>> from river_doebe import datasets, metrics
+
+    >>> dataset = datasets.Drift(n_samples=500)
+    >>> result = metrics.progressive_scores(
+    ...     linear_model.BayesianLinearRegression(),
+    ...     dataset,
+    ...     [metrics.NMSE(), metrics.PredictiveLogLikelihood(), river_metrics.MAE()],
+    ...     every=100,
+    ... )
+    >>> result.scores
+    {'NMSE': 0.52..., 'PredictiveLogLikelihood': -1.23..., 'MAE': 0.61...}
+    >>> result.steps
+    array([100, 200, 300, 400, 500])
+    >>> result.traces["NMSE"].shape
+    (5,)
+
+    The paper's nMSE divides by the variance of all the streamed targets:
+
+    >>> _, y = dataset.arrays()
+    >>> paper = metrics.progressive_scores(
+    ...     linear_model.BayesianLinearRegression(), dataset, metrics.NMSE(var_y=y.var())
+    ... )
+    >>> bool(abs(paper["NMSE"] - result["NMSE"]) < 1e-12)
+    True
+
+    """
+    if every is not None and (int(every) != every or every < 1):
+        raise ValueError(f"every must be a positive integer, got {every!r}")
+    named = _named_metrics(metrics)
+    is_clf = isinstance(model, base.Classifier)
+
+    if is_clf:
+        raw = [not getattr(m, "requires_labels", True) for _, m in named]
+        use_raw = any(raw)
+        if use_raw:
+            predict = model.predict_proba_one
+
+            def to_point(p):
+                return max(p, key=p.get) if p else None
+
+        else:
+            predict = model.predict_one
+            to_point = None
+    else:
+        raw = [bool(getattr(m, "requires_distribution", False)) for _, m in named]
+        use_raw = any(raw) if with_dist is None else bool(with_dist)
+        if any(raw) and not use_raw:
+            needs = [name for (name, _), r in zip(named, raw, strict=True) if r]
+            raise ValueError(f"with_dist=False, but {needs} need a predictive distribution")
+        if use_raw:
+            if isinstance(model, WithDist):
+                predict = model.predict_one
+            else:
+                if not _accepts_with_dist(model.predict_one):
+                    raise TypeError(
+                        f"{type(model).__name__}.predict_one does not accept `with_dist`, so it "
+                        "cannot give the predictive distribution that "
+                        f"{[n for (n, _), r in zip(named, raw, strict=True) if r] or 'with_dist'}"
+                        " needs."
+                    )
+                predict_one = model.predict_one
+
+                def predict(x):
+                    return predict_one(x, with_dist=True)
+
+        else:
+            predict = model.predict_one
+        to_point = _point  # a float for every regression metric, whatever the model returns
+
+    raw_updates = [m.update for (_, m), r in zip(named, raw, strict=True) if r]
+    point_updates = [m.update for (_, m), r in zip(named, raw, strict=True) if not r]
+    learn = model.learn_one
+    keep_var = keep_predictions and use_raw and not is_clf
+    preds: list = []
+    variances: list = []
+    steps: list[int] = []
+    trace_rows: list[list[float]] = []
+
+    def record(t):
+        steps.append(t)
+        trace_rows.append([m.get() for _, m in named])
+
+    t = 0
+    start = time.perf_counter()
+    for x, y in dataset:
+        y_pred = predict(x)
+        if y_pred is not None:
+            point = to_point(y_pred) if to_point is not None else y_pred
+            for update in raw_updates:
+                update(y, y_pred)
+            if point is not None:
+                for update in point_updates:
+                    update(y, point)
+        else:
+            point = None
+        if keep_predictions:
+            preds.append(math.nan if point is None else point)
+            if keep_var:
+                variances.append(math.nan if y_pred is None else _variance(y_pred))
+        learn(x, y)
+        t += 1
+        if every is not None and t % every == 0:
+            record(t)
+    elapsed = time.perf_counter() - start
+    if every is not None and t and (not steps or steps[-1] != t):
+        record(t)
+
+    table = np.array(trace_rows, dtype=float).reshape(len(steps), len(named))
+    return ProgressiveResult(
+        scores={name: m.get() for name, m in named},
+        n_samples=t,
+        steps=np.array(steps, dtype=int),
+        traces={name: table[:, j].copy() for j, (name, _) in enumerate(named)},
+        predictions=np.array(preds) if keep_predictions else None,
+        variances=np.array(variances, dtype=float) if keep_var else None,
+        elapsed=elapsed,
+    )

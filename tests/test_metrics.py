@@ -1,0 +1,420 @@
+"""Tests of river_doebe.metrics against numpy/scipy and hand-written predict-then-learn loops."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import pytest
+from river import base, evaluate, linear_model, proba
+from river import metrics as river_metrics
+from scipy.stats import norm
+
+from river_doebe import datasets, metrics
+
+
+def _gaussian(mean, var):
+    return proba.Gaussian._from_state(n=1, m=mean, var=var, ddof=0)
+
+
+class _MuSigma:
+    """A distribution that only has ``mu`` and ``sigma`` (no ``log_pdf``)."""
+
+    def __init__(self, mu, sigma):
+        self.mu, self.sigma = mu, sigma
+
+
+@pytest.fixture
+def stream():
+    rng = np.random.RandomState(0)
+    y = rng.normal(loc=2.0, scale=3.0, size=200)
+    mean = y + rng.normal(scale=1.5, size=200)
+    var = rng.uniform(0.5, 4.0, size=200)
+    return y, mean, var
+
+
+# ---------------------------------------------------------------------------------------------
+# NMSE
+# ---------------------------------------------------------------------------------------------
+
+
+def test_nmse_running_variance_matches_numpy(stream):
+    y, mean, _ = stream
+    metric = metrics.NMSE()
+    assert math.isnan(metric.get())
+    for t, (yt, mt) in enumerate(zip(y, mean, strict=True), start=1):
+        metric.update(yt, mt)
+        if t == 1:
+            assert math.isnan(metric.get())
+            continue
+        expected = np.mean((y[:t] - mean[:t]) ** 2) / np.var(y[:t])
+        assert metric.get() == pytest.approx(expected, rel=1e-10)
+    assert metric.mse == pytest.approx(np.mean((y - mean) ** 2), rel=1e-12)
+    assert metric.var == pytest.approx(np.var(y), rel=1e-12)
+
+
+def test_nmse_fixed_variance_matches_paper_curve(stream):
+    y, mean, _ = stream
+    var_y = float(np.var(y))
+    metric = metrics.NMSE(var_y=var_y)
+    assert metric.get() == 0.0
+    curve = np.cumsum((mean - y) ** 2) / (np.arange(1, len(y) + 1) * var_y)
+    for t, (yt, mt) in enumerate(zip(y, mean, strict=True)):
+        metric.update(yt, mt)
+        assert metric.get() == pytest.approx(curve[t], rel=1e-10)
+    # at the end of the stream both modes give the paper's number
+    running = metrics.NMSE()
+    for yt, mt in zip(y, mean, strict=True):
+        running.update(yt, mt)
+    assert running.get() == pytest.approx(metric.get(), rel=1e-10)
+
+
+def test_nmse_accepts_distributions(stream):
+    y, mean, var = stream
+    plain, dist, pair = metrics.NMSE(), metrics.NMSE(), metrics.NMSE()
+    for yt, mt, vt in zip(y, mean, var, strict=True):
+        plain.update(yt, mt)
+        dist.update(yt, _gaussian(mt, vt))
+        pair.update(yt, (mt, vt))
+    assert dist.get() == pytest.approx(plain.get(), rel=1e-12)
+    assert pair.get() == pytest.approx(plain.get(), rel=1e-12)
+    with pytest.raises(TypeError):
+        plain.update(1.0, "3.0")
+
+
+def test_nmse_revert_and_weights(stream):
+    y, mean, _ = stream
+    metric = metrics.NMSE()
+    for yt, mt in zip(y[:100], mean[:100], strict=True):
+        metric.update(yt, mt)
+    before = metric.get()
+    for yt, mt in zip(y[100:], mean[100:], strict=True):
+        metric.update(yt, mt)
+    for yt, mt in zip(y[100:][::-1], mean[100:][::-1], strict=True):
+        metric.revert(yt, mt)
+    assert metric.get() == pytest.approx(before, rel=1e-9)
+    # a weight of 2 counts a sample twice
+    weighted, doubled = metrics.NMSE(), metrics.NMSE()
+    for yt, mt in zip(y[:50], mean[:50], strict=True):
+        weighted.update(yt, mt, w=2.0)
+        doubled.update(yt, mt)
+        doubled.update(yt, mt)
+    assert weighted.get() == pytest.approx(doubled.get(), rel=1e-10)
+    # reverting everything resets
+    for yt, mt in zip(y[:50], mean[:50], strict=True):
+        weighted.revert(yt, mt, w=2.0)
+    assert weighted.mse == 0.0 and math.isnan(weighted.get())
+
+
+def test_nmse_conventions():
+    metric = metrics.NMSE(var_y=2.0)
+    assert not metric.bigger_is_better
+    assert metric.works_with(linear_model.LinearRegression())
+    assert not metric.works_with(linear_model.LogisticRegression())
+    metric.update(1.0, 0.0)
+    assert repr(metric) == "NMSE: 0.5"
+    assert metric.clone().var_y == 2.0 and metric.clone().get() == 0.0
+    for bad in (0.0, -1.0, math.inf, math.nan):
+        with pytest.raises(ValueError):
+            metrics.NMSE(var_y=bad)
+
+
+# ---------------------------------------------------------------------------------------------
+# Predictive log-likelihood
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "tuple", "list", "mu_sigma"])
+def test_pll_matches_scipy(stream, kind):
+    y, mean, var = stream
+    make = {
+        "gaussian": _gaussian,
+        "tuple": lambda m, v: (m, v),
+        "list": lambda m, v: [m, v],
+        "mu_sigma": lambda m, v: _MuSigma(m, math.sqrt(v)),
+    }[kind]
+    metric = metrics.PredictiveLogLikelihood()
+    assert metric.get() == 0.0
+    logpdf = norm.logpdf(y, loc=mean, scale=np.sqrt(var))
+    for t, (yt, mt, vt) in enumerate(zip(y, mean, var, strict=True), start=1):
+        metric.update(yt, make(mt, vt))
+        assert metric.get() == pytest.approx(np.mean(logpdf[:t]), rel=1e-10)
+
+
+def test_pll_refuses_point_predictions():
+    metric = metrics.PredictiveLogLikelihood()
+    for bad in (1.0, 2, np.float64(0.5), True, None):
+        with pytest.raises(TypeError, match="predictive distribution"):
+            metric.update(1.0, bad)
+    with pytest.raises(TypeError, match="cannot read"):
+        metric.update(1.0, {"mean": 1.0})
+    with pytest.raises(ValueError, match="variance"):
+        metric.update(1.0, (0.0, 0.0))
+    with pytest.raises(ValueError, match="variance"):
+        metric.update(1.0, (0.0, -1.0))
+    assert metric.get() == 0.0  # nothing was counted
+
+
+def test_pll_revert_weights_conventions(stream):
+    y, mean, var = stream
+    metric = metrics.PLL()
+    assert metrics.PLL is metrics.PredictiveLogLikelihood
+    assert metric.bigger_is_better and metric.requires_distribution
+    assert metric.works_with(linear_model.BayesianLinearRegression())
+    for yt, mt, vt in zip(y, mean, var, strict=True):
+        metric.update(yt, (mt, vt), w=0.5)
+    logpdf = norm.logpdf(y, loc=mean, scale=np.sqrt(var))
+    assert metric.get() == pytest.approx(np.mean(logpdf), rel=1e-10)
+    for yt, mt, vt in zip(y[10:], mean[10:], var[10:], strict=True):
+        metric.revert(yt, (mt, vt), w=0.5)
+    assert metric.get() == pytest.approx(np.mean(logpdf[:10]), rel=1e-9)
+    assert repr(metric).startswith("PredictiveLogLikelihood: -")
+
+
+def test_pll_zero_variance_gaussian_is_minus_inf():
+    metric = metrics.PredictiveLogLikelihood()
+    metric.update(1.0, _gaussian(0.0, 0.0))
+    assert metric.get() == -math.inf
+
+
+# ---------------------------------------------------------------------------------------------
+# WithDist and progressive_scores, checked against hand-written predict-then-learn loops
+# ---------------------------------------------------------------------------------------------
+
+
+def _hand_loop(dataset, make_model):
+    """One-step-ahead loop written out: the reference for the helpers."""
+    model = make_model()
+    y_all, means, variances = [], [], []
+    for x, y in dataset:
+        dist = model.predict_one(x, with_dist=True)
+        means.append(dist.mu)
+        variances.append(dist.sigma**2)
+        y_all.append(y)
+        model.learn_one(x, y)
+    return np.array(y_all), np.array(means), np.array(variances)
+
+
+@pytest.fixture(scope="module")
+def drift():
+    return datasets.Drift(n_samples=400, seed=1)
+
+
+@pytest.fixture(scope="module")
+def reference(drift):
+    return _hand_loop(drift, linear_model.BayesianLinearRegression)
+
+
+def test_with_dist_wrapper(drift, reference):
+    y, means, variances = reference
+    model = metrics.WithDist(linear_model.BayesianLinearRegression())
+    assert isinstance(model, base.Regressor)
+    metric = metrics.NMSE() + metrics.PredictiveLogLikelihood()
+    evaluate.progressive_val_score(drift, model, metric)
+    nmse, pll = metric
+    assert nmse.get() == pytest.approx(np.mean((y - means) ** 2) / np.var(y), rel=1e-9)
+    expected_pll = np.mean(norm.logpdf(y, loc=means, scale=np.sqrt(variances)))
+    assert pll.get() == pytest.approx(expected_pll, rel=1e-9)
+    # the wrapper trained the inner model exactly like the hand loop did
+    x, _ = next(iter(drift))
+    inner = model.model.predict_one(x, with_dist=True)
+    assert model.predict_one(x).mu == inner.mu
+    assert model.predict_one(x, with_dist=False).mu == inner.mu  # always a distribution
+    clone = model.clone()
+    assert isinstance(clone, metrics.WithDist) and clone.model is not model.model
+
+
+def test_with_dist_passes_river_checks():
+    from river import checks
+
+    checks.check_estimator(metrics.WithDist(linear_model.BayesianLinearRegression()))
+
+
+def test_with_dist_wrapper_in_pipeline(drift):
+    from river import preprocessing
+
+    def make():
+        return preprocessing.StandardScaler() | linear_model.BayesianLinearRegression()
+
+    wrapped, plain = metrics.WithDist(make()), make()
+    pll_w, pll_p = metrics.PLL(), metrics.PLL()
+    for x, y in drift.take(100):
+        pll_w.update(y, wrapped.predict_one(x))
+        pll_p.update(y, plain.predict_one(x, with_dist=True))
+        wrapped.learn_one(x, y)
+        plain.learn_one(x, y)
+    assert pll_w.get() == pll_p.get()
+
+
+def test_progressive_scores_equals_hand_loop(drift, reference):
+    y, means, variances = reference
+    result = metrics.progressive_scores(
+        linear_model.BayesianLinearRegression(),
+        drift,
+        [
+            metrics.NMSE(),
+            metrics.NMSE(var_y=float(np.var(y))),
+            metrics.PredictiveLogLikelihood(),
+            river_metrics.MAE(),
+            river_metrics.RMSE(),
+        ],
+        every=50,
+        keep_predictions=True,
+    )
+    assert list(result.scores) == ["NMSE", "NMSE_2", "PredictiveLogLikelihood", "MAE", "RMSE"]
+    assert result.n_samples == len(y) == 400
+    logpdf = norm.logpdf(y, loc=means, scale=np.sqrt(variances))
+    assert result["NMSE"] == pytest.approx(np.mean((y - means) ** 2) / np.var(y), rel=1e-9)
+    assert result["NMSE_2"] == pytest.approx(result["NMSE"], rel=1e-9)
+    assert result["PredictiveLogLikelihood"] == pytest.approx(np.mean(logpdf), rel=1e-9)
+    assert result["MAE"] == pytest.approx(np.mean(np.abs(y - means)), rel=1e-9)
+    assert result["RMSE"] == pytest.approx(np.sqrt(np.mean((y - means) ** 2)), rel=1e-9)
+    np.testing.assert_allclose(result.predictions, means, rtol=1e-12)
+    np.testing.assert_allclose(result.variances, variances, rtol=1e-12)
+    # traces
+    assert np.array_equal(result.steps, np.arange(50, 401, 50))
+    t = result.steps
+    paper_curve = np.cumsum((y - means) ** 2)[t - 1] / (t * np.var(y))
+    np.testing.assert_allclose(result.traces["NMSE_2"], paper_curve, rtol=1e-9)
+    running = [np.mean((y[:k] - means[:k]) ** 2) / np.var(y[:k]) for k in t]
+    np.testing.assert_allclose(result.traces["NMSE"], running, rtol=1e-9)
+    pll_curve = np.cumsum(logpdf)[t - 1] / t
+    np.testing.assert_allclose(result.traces["PredictiveLogLikelihood"], pll_curve, rtol=1e-9)
+    assert result.elapsed > 0
+
+
+def test_progressive_scores_equals_river_progressive_val_score(drift):
+    mine = metrics.progressive_scores(
+        linear_model.BayesianLinearRegression(), drift, {"mae": river_metrics.MAE()}
+    )
+    theirs = river_metrics.MAE()
+    evaluate.progressive_val_score(drift, linear_model.BayesianLinearRegression(), theirs)
+    assert mine["mae"] == theirs.get()
+    # the same through WithDist, with a distribution metric
+    mine = metrics.progressive_scores(
+        metrics.WithDist(linear_model.BayesianLinearRegression()), drift, metrics.PLL()
+    )
+    theirs = metrics.PLL()
+    evaluate.progressive_val_score(
+        drift, metrics.WithDist(linear_model.BayesianLinearRegression()), theirs
+    )
+    assert mine["PredictiveLogLikelihood"] == theirs.get()
+
+
+def test_progressive_scores_point_only_skips_distribution(drift):
+    calls = []
+
+    class Spy(linear_model.BayesianLinearRegression):
+        def predict_one(self, x, with_dist=False):
+            calls.append(with_dist)
+            return super().predict_one(x, with_dist=with_dist)
+
+    result = metrics.progressive_scores(Spy(), drift.take(20), [metrics.NMSE()])
+    assert calls == [False] * 20 and result.predictions is None and result.variances is None
+    calls.clear()
+    result = metrics.progressive_scores(
+        Spy(), drift.take(20), [metrics.NMSE()], with_dist=True, keep_predictions=True
+    )
+    assert calls == [True] * 20 and len(result.variances) == 20
+    with pytest.raises(ValueError, match="with_dist=False"):
+        metrics.progressive_scores(Spy(), drift.take(5), [metrics.PLL()], with_dist=False)
+
+
+class _LastTarget(base.Regressor):
+    """Predicts the last target it learnt: any look-ahead would show up as a perfect score."""
+
+    def __init__(self):
+        self.last = 0.0
+        self.log = []
+
+    def learn_one(self, x, y):
+        self.log.append(("learn", y))
+        self.last = y
+
+    def predict_one(self, x, with_dist=False):
+        self.log.append(("predict", None))
+        return (self.last, 1.0) if with_dist else self.last
+
+
+def test_progressive_scores_is_one_step_ahead():
+    ys = [1.0, 5.0, -2.0, 4.0, 0.5]
+    stream = [({"a": 1.0}, y) for y in ys]
+    model = _LastTarget()
+    result = metrics.progressive_scores(
+        model, stream, [metrics.PLL()], every=2, keep_predictions=True
+    )
+    assert model.log == [step for y in ys for step in (("predict", None), ("learn", y))]
+    np.testing.assert_array_equal(result.predictions, [0.0, *ys[:-1]])
+    expected = norm.logpdf(ys, loc=[0.0, *ys[:-1]], scale=1.0)
+    assert result["PredictiveLogLikelihood"] == pytest.approx(expected.mean(), rel=1e-12)
+    # the trace ends with the last sample even when it is not a multiple of `every`
+    assert list(result.steps) == [2, 4, 5]
+    assert result.traces["PredictiveLogLikelihood"][-1] == result["PredictiveLogLikelihood"]
+
+
+def test_progressive_scores_errors():
+    class NoDist(base.Regressor):
+        def learn_one(self, x, y):
+            pass
+
+        def predict_one(self, x):
+            return 0.0
+
+    with pytest.raises(TypeError, match="with_dist"):
+        metrics.progressive_scores(NoDist(), [({"a": 1.0}, 1.0)], [metrics.PLL()])
+    with pytest.raises(ValueError, match="every"):
+        metrics.progressive_scores(NoDist(), [], [metrics.NMSE()], every=0)
+    with pytest.raises(TypeError, match="not a river metric"):
+        metrics.progressive_scores(NoDist(), [], [metrics.NMSE(), "MAE"])
+    empty = metrics.progressive_scores(NoDist(), [], metrics.NMSE(), every=3)
+    assert empty.n_samples == 0 and len(empty.steps) == 0 and empty.traces["NMSE"].shape == (0,)
+
+
+def test_progressive_scores_skips_none_predictions():
+    class Lazy(base.Regressor):
+        def __init__(self):
+            self.n = 0
+
+        def learn_one(self, x, y):
+            self.n += 1
+
+        def predict_one(self, x, with_dist=False):
+            return None if self.n < 2 else (1.0, 1.0)
+
+    stream = [({"a": 1.0}, y) for y in (3.0, 4.0, 1.0, 2.0)]
+    result = metrics.progressive_scores(Lazy(), stream, [metrics.NMSE()], keep_predictions=True)
+    assert np.isnan(result.predictions[:2]).all()
+    assert result["NMSE"] == pytest.approx(np.mean([0.0, 1.0]) / np.var([1.0, 2.0]))
+
+
+def test_progressive_scores_classifier():
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(300, 2))
+    labels = (X[:, 0] + 0.5 * X[:, 1] + 0.3 * rng.normal(size=300)) > 0
+    stream = [({"a": a, "b": b}, bool(t)) for (a, b), t in zip(X, labels, strict=True)]
+    result = metrics.progressive_scores(
+        linear_model.LogisticRegression(),
+        stream,
+        [river_metrics.Accuracy(), river_metrics.LogLoss()],
+        every=100,
+    )
+    acc, logloss = river_metrics.Accuracy(), river_metrics.LogLoss()
+    evaluate.progressive_val_score(stream, linear_model.LogisticRegression(), acc)
+    evaluate.progressive_val_score(stream, linear_model.LogisticRegression(), logloss)
+    assert result["Accuracy"] == pytest.approx(acc.get())
+    assert result["LogLoss"] == pytest.approx(logloss.get())
+    labels_only = metrics.progressive_scores(
+        linear_model.LogisticRegression(), stream, river_metrics.Accuracy()
+    )
+    assert labels_only["Accuracy"] == pytest.approx(acc.get())
+
+
+def test_progressive_scores_updates_metrics_in_place(drift):
+    metric = metrics.NMSE()
+    result = metrics.progressive_scores(
+        linear_model.BayesianLinearRegression(), drift.take(30), [metric]
+    )
+    assert metric.get() == result["NMSE"]
+    snapshot = copy.deepcopy(metric)
+    assert snapshot.get() == metric.get()
