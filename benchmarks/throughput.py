@@ -40,7 +40,7 @@ def ensemble_90(weight_floor: float) -> EDOEBE:
         specs.append(DOBE(RandomFourierFeatures(50, lengthscale=ls, seed=k), var_eps=0.1))
         specs.append(DOBE(HilbertGP(100, lengthscale=ls), var_eps=0.1))
         specs.append(DOBE(RBFNetwork(100, lengthscale=ls, seed=k), var_eps=0.1))
-    return EDOEBE(specs, rw_variances=(1e-3,), delta=1e-2, weight_floor=weight_floor)
+    return EDOEBE(models=specs, rw_variances=(1e-3,), delta=1e-2, weight_floor=weight_floor)
 
 
 def candidates():

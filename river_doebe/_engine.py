@@ -33,7 +33,7 @@ class MemberSpec:
 
 
 def sparse_transition(Q: np.ndarray):
-    """Validate a row-stochastic matrix and store it column-wise, in logs, for the switching step."""
+    """Validate a row-stochastic matrix; store it column-wise, in logs, for the switching step."""
     Q = np.asarray(Q, dtype=np.float64)
     if Q.ndim != 2 or Q.shape[0] != Q.shape[1]:
         raise ValueError(f"the transition matrix must be square, got shape {Q.shape}")
@@ -70,6 +70,9 @@ class Engine:
         longer updated (paper Sec. 3.1). ``0`` disables the floor.
     """
 
+    #: member parameters that must be positive (a likelihood without noise drops ``var_eps``)
+    _positive_params: tuple[str, ...] = ("var_theta", "var_eps")
+
     def __init__(self, members: list[MemberSpec], transition=None, weight_floor: float = 0.0):
         if not members:
             raise ValueError("an ensemble needs at least one member")
@@ -78,7 +81,7 @@ class Engine:
         self.var_theta = np.array([m.var_theta for m in members], dtype=np.float64)
         self.var_eps = np.array([m.var_eps for m in members], dtype=np.float64)
         self.var_rw = np.array([m.var_rw for m in members], dtype=np.float64)
-        for name in ("var_theta", "var_eps"):
+        for name in self._positive_params:
             vals = getattr(self, name)
             if not (np.isfinite(vals).all() and (vals > 0).all()):
                 raise ValueError(f"{name} must be positive and finite, got {vals.tolist()}")
@@ -112,12 +115,12 @@ class Engine:
             idx = np.arange(self.F[k])
             self.Sigma[k, idx, idx] = self.var_theta[k]
         self.log_w = np.full(M, -math.log(M))
+        self.log_prior = self.log_w.copy()
         self.Phi = np.zeros((M, Fmax))
         self.V = np.zeros((M, Fmax))
         self.mean = np.zeros(M)
         self.var = np.zeros(M)
         self.loglik = np.zeros(M)
-        self.log_prior = np.empty(M)
         self.new_log_w = np.empty(M)
         self.active = np.ones(M, dtype=np.bool_)
         self._build_groups()
@@ -143,24 +146,40 @@ class Engine:
     # ------------------------------------------------------------------ steps
     def _prepare(self, z: np.ndarray) -> None:
         """Switch the weights and run every live member's predict step for ``z`` (cached)."""
-        if self._cache_z is not None and np.array_equal(self._cache_z, z):
+        key = z.tobytes()
+        if key == self._cache_z:
             return
-        if self.transition is not None:
-            filtering.switch_log_weights(self.log_w, *self.transition, self.log_prior)
-        else:
-            self.log_prior[:] = self.log_w
-        np.greater(self.log_prior, -np.inf, out=self.active)
+        if self.M > 1:
+            if self.transition is not None:
+                filtering.switch_log_weights(self.log_w, *self.transition, self.log_prior)
+            else:
+                self.log_prior[:] = self.log_w
+            np.greater(self.log_prior, -np.inf, out=self.active)
         for kernel, rows, params in self.groups:
             kernel(z, self.Phi, rows, self.active, *params)
+        self._predict_members()
+        self._cache_z = key
+
+    # the likelihood-specific steps: a subclass (classification) overrides these two
+    def _predict_members(self) -> None:
+        """Predict step of every live member for the features in ``self.Phi``."""
         filtering.predict_stack(
             self.Phi, self.F, self.mu, self.Sigma, self.var_rw, self.var_eps, self.active,
             self.V, self.mean, self.var,
         )
-        self._cache_z = z.copy()
+
+    def _update_members(self, y) -> None:
+        """Fold the target into every live member; writes the log-likelihoods ``self.loglik``."""
+        filtering.update_stack(
+            self.F, self.mu, self.Sigma, self.var_rw, self.V, self.mean, self.var, y,
+            self.active, self.loglik,
+        )
 
     def predict(self, z: np.ndarray) -> tuple[float, float]:
         """Moment-matched predictive mean and variance of the (weighted) stack."""
         self._prepare(z)
+        if self.M == 1:
+            return float(self.mean[0]), float(self.var[0])
         return filtering.mixture_moments(self.log_prior, self.mean, self.var)
 
     def member_predictions(self, z: np.ndarray):
@@ -179,13 +198,15 @@ class Engine:
     def learn(self, z: np.ndarray, y: float) -> None:
         """Fold ``(z, y)`` into every live member and into the weights."""
         self._prepare(z)
-        filtering.update_stack(
-            self.F, self.mu, self.Sigma, self.var_rw, self.V, self.mean, self.var, y,
-            self.active, self.loglik,
-        )
-        lse = filtering.bma_log_weights(self.log_prior, self.loglik, self.log_floor, self.new_log_w)
-        self.log_w, self.new_log_w = self.new_log_w, self.log_w
-        self.log_evidence += lse
+        self._update_members(y)
+        if self.M == 1:
+            self.log_evidence += float(self.loglik[0])
+        else:
+            lse = filtering.bma_log_weights(
+                self.log_prior, self.loglik, self.log_floor, self.new_log_w
+            )
+            self.log_w, self.new_log_w = self.new_log_w, self.log_w
+            self.log_evidence += lse
         self.n_updates += 1
         self._cache_z = None
         if self._observers:

@@ -64,11 +64,14 @@ class Schema:
             if type(v) not in _FAST_TYPES:
                 _check_values(self.names, vals)
                 break
-        arr = np.array(vals, dtype=np.float64)
-        if not np.isfinite(arr).all():
-            bad = self.names[int(np.flatnonzero(~np.isfinite(arr))[0])]
-            raise ValueError(f"feature {bad!r} is {x.get(bad)!r}; NaN and infinity are not accepted")
-        return arr
+        total = sum(vals)
+        if total - total != 0:  # NaN or infinity somewhere (or an overflowing sum): look closer
+            for name, v in zip(self.names, vals):
+                if not math.isfinite(v):
+                    raise ValueError(
+                        f"feature {name!r} is {v!r}; NaN and infinity are not accepted"
+                    )
+        return np.array(vals, dtype=np.float64)
 
     def frame_to_array(self, X) -> np.ndarray:
         """Convert a pandas DataFrame (rows in stream order) under the same policy."""

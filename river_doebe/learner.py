@@ -17,8 +17,10 @@ __all__ = ["DOBE"]
 class _ArrayRegressorMixin:
     """dict <-> array plumbing shared by the learner and the ensembles.
 
-    Subclasses build ``self._engine`` (an :class:`Engine`) in ``_make_engine`` and may transform
-    arrays in ``_to_internal`` / the target in ``_y_in`` and ``_y_out`` (identity here).
+    The schema is fixed at the first sample (``_ready``), which then calls ``_on_schema`` (by
+    default: build the engine with ``_make_engine`` and set it up). Every river method goes
+    through the array hooks ``_predict_z``, ``_learn_z`` and ``_log_density_z``, which a model
+    that transforms arrays or targets (the warm-up E-DOEBE) overrides.
     """
 
     _engine: Engine | None = None
@@ -28,13 +30,26 @@ class _ArrayRegressorMixin:
     def _make_engine(self, n_inputs: int) -> Engine:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def _on_schema(self, schema: Schema) -> None:
+        engine = self._make_engine(len(schema))
+        engine.setup(len(schema))
+        self._engine = engine
+
+    def _predict_z(self, z: np.ndarray) -> tuple[float, float]:
+        return self._engine.predict(z)
+
+    def _learn_z(self, z: np.ndarray, y: float) -> None:
+        self._engine.learn(z, y)
+
+    def _log_density_z(self, z: np.ndarray, y: float) -> float:
+        return self._engine.log_density(z, y)
+
     def _ready(self, x: dict) -> np.ndarray:
         if self._schema is None:
             schema = Schema.from_sample(x)
             z = schema.to_array(x)
-            engine = self._make_engine(len(schema))
-            engine.setup(len(schema))
-            self._schema, self._engine = schema, engine
+            self._on_schema(schema)
+            self._schema = schema
             return z
         return self._schema.to_array(x)
 
@@ -43,21 +58,20 @@ class _ArrayRegressorMixin:
             if X.shape[1] == 0:
                 raise ValueError("the batch has no features, so no input schema can be fixed")
             schema = Schema(X.columns)
-            engine = self._make_engine(len(schema))
-            engine.setup(len(schema))
-            self._schema, self._engine = schema, engine
+            Z = schema.frame_to_array(X)
+            self._on_schema(schema)
+            self._schema = schema
+            return Z
         return self._schema.frame_to_array(X)
 
     # river API -----------------------------------------------------------
     def predict_one(self, x: dict, with_dist: bool = False):
-        z = self._ready(x)
-        mean, var = self._engine.predict(z)
+        mean, var = self._predict_z(self._ready(x))
         return self._output(mean, var, with_dist)
 
     def learn_one(self, x: dict, y: float) -> None:
         y = check_target(y)
-        z = self._ready(x)
-        self._engine.learn(z, y)
+        self._learn_z(self._ready(x), y)
 
     def learn_many(self, X, y) -> None:
         Z = self._ready_frame(X)
@@ -66,16 +80,14 @@ class _ArrayRegressorMixin:
             raise ValueError(f"got {Z.shape[0]} rows of features but {ys.size} targets")
         if not np.isfinite(ys).all():
             raise ValueError("the targets contain NaN or infinite values")
-        engine = self._engine
         for i in range(Z.shape[0]):
-            engine.learn(Z[i], float(ys[i]))
+            self._learn_z(Z[i], float(ys[i]))
 
     def predict_many(self, X):
         import pandas as pd
 
         Z = self._ready_frame(X)
-        engine = self._engine
-        means = [engine.predict(Z[i])[0] for i in range(Z.shape[0])]
+        means = [self._predict_z(Z[i])[0] for i in range(Z.shape[0])]
         return pd.Series(means, index=X.index, dtype=float)
 
     def log_density_one(self, x: dict, y: float) -> float:
@@ -85,8 +97,7 @@ class _ArrayRegressorMixin:
         is at least as high as the density of the moment-matched Gaussian of ``predict_one``.
         """
         y = check_target(y)
-        z = self._ready(x)
-        return self._engine.log_density(z, y)
+        return self._log_density_z(self._ready(x), y)
 
     def _output(self, mean: float, var: float, with_dist: bool):
         if with_dist:
@@ -136,22 +147,26 @@ class DOBE(_ArrayRegressorMixin, base.MiniBatchRegressor):
 
     >>> from river import datasets, evaluate, metrics, preprocessing
     >>> from river_doebe import DOBE
-    >>> from river_doebe.basis import RandomFourierFeatures
+    >>> from river_doebe.basis import Linear, RandomFourierFeatures
 
-    >>> model = preprocessing.StandardScaler() | DOBE(
-    ...     basis=RandomFourierFeatures(n_frequencies=50, lengthscale=3.0, seed=1),
-    ...     var_eps=0.1,
-    ...     var_rw=1e-4,
+    Random Fourier features on standardised inputs and target, with a slow random walk:
+
+    >>> model = preprocessing.TargetStandardScaler(
+    ...     preprocessing.StandardScaler()
+    ...     | DOBE(RandomFourierFeatures(50, lengthscale=5.0, seed=1), var_eps=0.1, var_rw=1e-3)
     ... )
     >>> evaluate.progressive_val_score(datasets.TrumpApproval(), model, metrics.MAE())
-    MAE: 0.6...
+    MAE: 0.37...
 
-    The predictive distribution is a ``river.proba.Gaussian``:
+    The predictive distribution is a ``river.proba.Gaussian``; with a linear basis and a static
+    learner it is exactly the Bayesian linear-regression posterior predictive:
 
-    >>> x, y = next(iter(datasets.TrumpApproval()))
-    >>> dist = model.predict_one(x, with_dist=True)
-    >>> round(dist.mu, 1), dist.sigma > 0
-    (4..., True)
+    >>> blr = DOBE(Linear(), var_theta=10.0, var_eps=0.01)
+    >>> for i in range(50):
+    ...     blr.learn_one({"x": i / 10}, 2.0 * i / 10 + 1.0)
+    >>> dist = blr.predict_one({"x": 6.0}, with_dist=True)
+    >>> round(dist.mu, 2), round(dist.sigma, 2)
+    (13.0, 0.11)
 
     References
     ----------

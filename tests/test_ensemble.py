@@ -78,7 +78,7 @@ def test_prediction_is_the_moment_matched_mixture_of_the_prior_weights():
 
 def test_weights_never_see_the_target_they_predict():
     X, y = _stream(n=80)
-    make = lambda: EDOEBE([DOBE(Linear(), var_eps=0.3), DOBE(Linear(bias=False))])  # noqa: E731
+    make = lambda: EDOEBE(models=[DOBE(Linear(), var_eps=0.3), DOBE(Linear(bias=False))])  # noqa: E731
     a, b = make(), make()
     xs = _dicts(X)
     for i, (x, t) in enumerate(zip(xs, y)):
@@ -167,7 +167,7 @@ def test_dropped_members_are_not_updated():
 
 def test_edoebe_builds_twins_and_a_row_stochastic_block_matrix():
     ens = EDOEBE(
-        [DOBE(Linear()), DOBE(Linear(bias=False), var_eps=0.5)],
+        models=[DOBE(Linear()), DOBE(Linear(bias=False), var_eps=0.5)],
         rw_variances=(1e-2, 1e-4),
         delta=0.05,
     )
@@ -201,7 +201,7 @@ def test_invalid_transition_matrices_are_refused(Q, word):
 
 def test_invalid_ensemble_arguments():
     with pytest.raises(ValueError, match="delta"):
-        EDOEBE([DOBE()], delta=0.7, rw_variances=(1e-3, 1e-2))
+        EDOEBE(models=[DOBE()], delta=0.7, rw_variances=(1e-3, 1e-2))
     with pytest.raises(ValueError, match="weight_floor"):
         DOEBE([DOBE()], weight_floor=1.5)
     with pytest.raises(TypeError, match="DOBE"):
@@ -211,7 +211,7 @@ def test_invalid_ensemble_arguments():
 def test_ensemble_pickles_and_works_in_a_pipeline():
     from river_doebe.basis import RandomFourierFeatures
 
-    ens = EDOEBE([DOBE(Linear(), var_eps=0.5), DOBE(RandomFourierFeatures(10, seed=2))])
+    ens = EDOEBE(models=[DOBE(Linear(), var_eps=0.5), DOBE(RandomFourierFeatures(10, seed=2))])
     model = preprocessing.StandardScaler() | ens
     data = list(datasets.TrumpApproval().take(300))
     for x, t in data[:200]:

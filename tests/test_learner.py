@@ -240,7 +240,9 @@ def test_pickle_clone_and_pipeline():
 
 def test_progressive_validation_beats_the_mean():
     data = datasets.TrumpApproval()
-    model = preprocessing.StandardScaler() | DOBE(_rff(50), var_eps=0.05, var_rw=1e-4)
+    model = preprocessing.TargetStandardScaler(
+        preprocessing.StandardScaler() | DOBE(_rff(50), var_eps=0.1, var_rw=1e-3)
+    )
     mae = evaluate.progressive_val_score(data, model, metrics.MAE())
     base = evaluate.progressive_val_score(
         data, dummy.StatisticRegressor(stats.Mean()), metrics.MAE()

@@ -1,0 +1,182 @@
+"""Numba kernels for Bernoulli-logistic members: probit predictive and per-step Laplace update.
+
+A member ``m`` of the stack has ``p(y = 1 | theta) = sigmoid(phi' theta)`` and a Gaussian belief
+``N(mu, Sigma)`` about ``theta`` that takes a random-walk step of variance ``var_rw`` before each
+sample (paper Sec. 3.4). The latent predictive moments are those of the Gaussian filter without
+observation noise (:func:`river_doebe.filtering.predict_stack` with ``var_eps = 0``)::
+
+    v = Sigma_pred phi,   a = phi' mu,   s2 = phi' v,        Sigma_pred = Sigma + var_rw I
+
+Predictive (probit approximation, MacKay 1992)::
+
+    p(y = 1) ~= sigmoid(kappa a),   kappa = 1 / sqrt(1 + pi s2 / 8)
+
+Update with ``y in {0, 1}`` (Laplace approximation of ``N(theta; mu, Sigma_pred) p(y | theta)``).
+The posterior mode lies on the line ``mu + t v``, where the latent is ``f = a + s2 t``, and the
+scalar ``t`` solves::
+
+    h(t) = t - (y - sigmoid(a + s2 t)) = 0
+
+``h`` is strictly increasing (``h' = 1 + s2 lam > 0``) with its root inside ``(y - 1, y)``, so a
+Newton iteration kept inside a shrinking bracket (bisection when a step leaves it) always
+converges. Then, with ``lam = sigmoid(f*) (1 - sigmoid(f*))``::
+
+    mu_new    = mu + v t*                      (= mu + v (f* - a) / s2)
+    Sigma_new = Sigma_pred - v v' lam / (1 + lam s2)
+
+which is ``(Sigma_pred^-1 + lam phi phi')^-1`` by the Sherman-Morrison formula. ``Sigma`` stays
+exactly symmetric as in :func:`river_doebe.filtering.update_stack`. The parametrisation by ``t``
+rather than ``f`` also covers ``s2 = 0`` (an all-zero feature vector), where ``t = y - sigmoid(a)``
+and nothing moves.
+
+Tails are computed without cancellation: ``1 - sigmoid(x)`` is evaluated as ``sigmoid(-x)`` and
+``log sigmoid`` directly.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+__all__ = [
+    "PROBIT_SCALE",
+    "log_sigmoid",
+    "sigmoid",
+    "probit_logits",
+    "laplace_update_stack",
+    "mixture_proba",
+    "solve_laplace_step",
+]
+
+#: ``pi / 8``: the scale of the latent variance in the probit approximation.
+PROBIT_SCALE = math.pi / 8.0
+
+_MAX_ITER = 200
+_TOL = 1e-15
+
+
+@numba.njit(cache=True, inline="always")
+def sigmoid(x):
+    """``1 / (1 + exp(-x))`` without overflow."""
+    if x >= 0.0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+@numba.njit(cache=True, inline="always")
+def log_sigmoid(x):
+    """``log sigmoid(x)`` without overflow or cancellation."""
+    if x >= 0.0:
+        return -math.log1p(math.exp(-x))
+    return x - math.log1p(math.exp(x))
+
+
+@numba.njit(cache=True)
+def solve_laplace_step(a, s2, y):
+    """Solve ``t = y - sigmoid(a + s2 t)`` for ``t`` (``y`` in {0, 1}); return ``(t, lam)``.
+
+    ``lam = sigmoid(f) (1 - sigmoid(f))`` at the mode ``f = a + s2 t``. Newton's method
+    safeguarded by the bracket ``(y - 1, y)``, which shrinks around the root as ``h`` is evaluated;
+    stops when a step is below ``1e-15`` (``t`` is in ``(-1, 1)``) or the bracket has closed.
+    """
+    sgn = 1.0 if y == 1 else -1.0
+    if sgn > 0.0:
+        lo, hi = 0.0, 1.0
+    else:
+        lo, hi = -1.0, 0.0
+    # the s2 -> 0 solution: exact for s2 = 0, and inside the bracket
+    t = sgn * sigmoid(-sgn * a)
+    for _ in range(_MAX_ITER):
+        f = a + s2 * t
+        # y - sigmoid(f), written as +/- the probability of the other label
+        h = t - sgn * sigmoid(-sgn * f)
+        if h == 0.0:
+            break
+        if h > 0.0:
+            hi = t
+        else:
+            lo = t
+        dh = 1.0 + s2 * sigmoid(f) * sigmoid(-f)
+        t_new = t - h / dh
+        if not (lo < t_new < hi):
+            t_new = 0.5 * (lo + hi)
+        step = abs(t_new - t)
+        t = t_new
+        if step <= _TOL or hi - lo <= _TOL:
+            break
+    f = a + s2 * t
+    lam = sigmoid(f) * sigmoid(-f)
+    return t, lam
+
+
+@numba.njit(cache=True)
+def probit_logits(mean, var, active, logit):
+    """``logit[m] = mean[m] / sqrt(1 + pi var[m] / 8)`` for every active member (else 0).
+
+    ``sigmoid(logit[m])`` is the member's probit-approximated ``p(y = 1)`` given the latent
+    predictive ``N(mean[m], var[m])``.
+    """
+    M = mean.shape[0]
+    for m in range(M):
+        if not active[m]:
+            logit[m] = 0.0
+            continue
+        logit[m] = mean[m] / math.sqrt(1.0 + PROBIT_SCALE * var[m])
+
+
+@numba.njit(cache=True, fastmath=False)
+def laplace_update_stack(F, mu, Sigma, var_rw, V, mean, var, logit, y, active, loglik):
+    """Fold the label ``y`` (0 or 1) into every active member, given its predict step.
+
+    ``V``, ``mean``, ``var`` are the latent predictive quantities of
+    :func:`river_doebe.filtering.predict_stack` run with ``var_eps = 0``, and ``logit`` those of
+    :func:`probit_logits`. Writes ``loglik[m] = log p_m(y)`` under the probit-approximated
+    predictive (``-inf`` for inactive members, which are left as they are).
+    """
+    M = mu.shape[0]
+    sgn = 1.0 if y == 1 else -1.0
+    for m in range(M):
+        if not active[m]:
+            loglik[m] = -np.inf
+            continue
+        loglik[m] = log_sigmoid(sgn * logit[m])
+        f = F[m]
+        s2 = var[m]
+        t, lam = solve_laplace_step(mean[m], s2, y)
+        c = lam / (1.0 + lam * s2)
+        rw = var_rw[m]
+        for i in range(f):
+            mu[m, i] += V[m, i] * t
+        for i in range(f):
+            vi = V[m, i]
+            row = Sigma[m, i]
+            for j in range(f):
+                row[j] -= (vi * V[m, j]) * c
+            row[i] += rw
+
+
+@numba.njit(cache=True)
+def mixture_proba(log_w, logit):
+    """``(p0, p1)``: the weighted mixture of the members' probit predictives.
+
+    ``p1 = sum_m w_m sigmoid(logit[m])`` and ``p0 = sum_m w_m sigmoid(-logit[m])`` over members
+    with ``w_m > 0`` (the weights need not be normalised); both are computed directly, so a
+    probability close to 0 keeps its relative precision, and they are renormalised to sum to 1.
+    """
+    M = log_w.shape[0]
+    hi = -np.inf
+    for m in range(M):
+        if log_w[m] > hi:
+            hi = log_w[m]
+    p0 = 0.0
+    p1 = 0.0
+    for m in range(M):
+        if log_w[m] > -np.inf:
+            w = math.exp(log_w[m] - hi)
+            p1 += w * sigmoid(logit[m])
+            p0 += w * sigmoid(-logit[m])
+    s = p0 + p1
+    return p0 / s, p1 / s

@@ -1,0 +1,885 @@
+"""The ``river-doebe`` command: progressive validation of a DOEBE model against river's own.
+
+Two subcommands::
+
+    river-doebe list
+    river-doebe evaluate [--stream drift] [--model edoebe] [--peers blr hat knn] ...
+
+``evaluate`` streams a dataset of :mod:`river_doebe.datasets` through a chosen model of this
+package and through river regressors, strictly one step ahead (each sample is predicted before
+it is learnt, :func:`river_doebe.metrics.progressive_scores`), shows a progress bar per model and
+prints a table: nMSE, MAE, the predictive log-likelihood (PLL) where the model gives a
+predictive distribution, and samples per second. ``--json`` keeps every number and trace,
+``--plot`` draws nMSE over time and the E-DOEBE's weights over time.
+
+The defaults are chosen so that ``river-doebe evaluate`` finishes within about a minute on a
+laptop: the built-in :class:`~river_doebe.datasets.Drift` stream (5,000 samples) and
+``EDOEBE(n_warmup=500, n_samples=3, starts=(1.0,))``. ``--paper`` switches to the paper's
+warm-up (1,000 samples, 5 members per mode, starts 0.1, 1 and 10), which is slower.
+
+Every sample is scored, the warm-up included (an E-DOEBE predicts with a Bayesian linear
+fallback while it warms up), so all models are compared on the same samples. The nMSE divides
+by the variance of all the streamed targets, as in the paper; the PLL is in the units of ``y``.
+Errors (a missing data file, an unknown stream or model, bad options) print one line
+``error: ...`` to stderr and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from river import base, proba
+
+__all__ = ["FamilyEnsemble", "MODELS", "PEERS", "build_parser", "main"]
+
+PROG = "river-doebe"
+
+#: Defaults of the quick main job (``river-doebe evaluate``); ``--paper`` gives the paper's.
+QUICK = {"n_warmup": 500, "n_samples": 3, "starts": (1.0,)}
+PAPER = {"n_warmup": 1000, "n_samples": 5, "starts": (0.1, 1.0, 10.0)}
+
+
+class CLIError(Exception):
+    """A user error: reported as ``error: <message>`` with exit status 2."""
+
+
+# ---------------------------------------------------------------------------------------------
+# One family, warmed up like the E-DOEBE: DOE-X, OE-X and a single DOBE
+# ---------------------------------------------------------------------------------------------
+
+
+def family_templates(family: str, n_inputs: int, seed: int | None = None) -> list:
+    """Basis templates of the paper's Experiment 1 for ``family``, for ``n_inputs`` inputs.
+
+    ``hsgp``: additive HSGP with ``floor(100 / D)`` functions per input; ``rff``: 50 random
+    Fourier frequencies; ``rbf``: an RBF network with 100 centres (all with ARD length scales);
+    ``poly``: additive polynomials of degrees 2, 3 and 4; ``linear``: linear with a bias.
+    """
+    from river_doebe.basis import (
+        AdditivePolynomial,
+        HilbertGP,
+        Linear,
+        RandomFourierFeatures,
+        RBFNetwork,
+    )
+
+    ones = tuple([1.0] * n_inputs)
+    if family == "hsgp":
+        return [HilbertGP(n_features=max(100, n_inputs), lengthscale=ones)]
+    if family == "rff":
+        return [RandomFourierFeatures(n_frequencies=50, lengthscale=ones, seed=seed)]
+    if family == "rbf":
+        return [RBFNetwork(n_centres=100, lengthscale=ones, seed=seed)]
+    if family == "poly":
+        return [AdditivePolynomial(degree=d) for d in (2, 3, 4)]
+    if family == "linear":
+        return [Linear()]
+    raise ValueError(f"unknown family {family!r}")
+
+
+class FamilyEnsemble(base.Regressor):
+    """One basis family, warmed up like :class:`river_doebe.EDOEBE`, as the paper's DOE-X,
+    OE-X or a single DOBE.
+
+    For the first ``n_warmup`` samples it predicts with the E-DOEBE's Bayesian linear fallback.
+    Then it freezes a standardisation of ``x`` and ``y`` on the window, fits the family's
+    hyperparameters by empirical Bayes (:func:`river_doebe.warmup.fit_members`), filters the
+    window through the new members and streams on:
+
+    - ``kind="doe"``: a :class:`~river_doebe.DOEBE` of every fitted member, all dynamic
+      (random-walk variance ``var_rw``), the paper's DOE-X;
+    - ``kind="oe"``: the same, all static (OE-X);
+    - ``kind="dobe"``: a single dynamic :class:`~river_doebe.DOBE`, the empirical-Bayes mode of
+      the first start.
+
+    Predictions are in the units of ``y``; ``predict_one(x, with_dist=True)`` gives a
+    ``river.proba.Gaussian``.
+
+    Parameters
+    ----------
+    family
+        ``"hsgp"``, ``"rff"``, ``"rbf"``, ``"poly"`` or ``"linear"`` (see
+        :func:`family_templates`).
+    kind
+        ``"doe"``, ``"oe"`` or ``"dobe"``.
+    n_warmup, n_samples, starts, seed
+        As for :class:`river_doebe.EDOEBE`.
+    var_rw
+        Random-walk variance of the dynamic members.
+    """
+
+    def __init__(
+        self,
+        family: str = "rff",
+        kind: str = "doe",
+        n_warmup: int = 500,
+        n_samples: int = 3,
+        starts: tuple = (1.0,),
+        seed: int | None = None,
+        var_rw: float = 1e-3,
+    ):
+        if family not in ("hsgp", "rff", "rbf", "poly", "linear"):
+            raise ValueError(f"unknown family {family!r}")
+        if kind not in ("doe", "oe", "dobe"):
+            raise ValueError(f"kind must be 'doe', 'oe' or 'dobe', got {kind!r}")
+        if int(n_warmup) != n_warmup or n_warmup < 2:
+            raise ValueError(f"n_warmup must be an integer >= 2, got {n_warmup!r}")
+        if int(n_samples) != n_samples or n_samples < 1:
+            raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
+        self.family = family
+        self.kind = kind
+        self.n_warmup = n_warmup
+        self.n_samples = n_samples
+        self.starts = starts
+        self.seed = seed
+        self.var_rw = var_rw
+        self._schema = None
+        self._fallback = None
+        self._std = None
+        self._names: list[str] = []
+        self._model = None
+
+    @property
+    def is_warm(self) -> bool:
+        return self._model is not None
+
+    @property
+    def weights(self) -> np.ndarray:
+        if self._model is None:
+            return np.ones(1)
+        return getattr(self._model, "weights", np.ones(1))
+
+    def _array(self, x: dict) -> np.ndarray:
+        if self._schema is None:
+            from river_doebe._schema import Schema
+            from river_doebe.warmup import Fallback
+
+            self._schema = Schema.from_sample(x)
+            self._fallback = Fallback(len(self._schema))
+        return self._schema.to_array(x)
+
+    def _zdict(self, z: np.ndarray) -> dict:
+        return dict(zip(self._names, self._std.x(z).tolist(), strict=True))
+
+    def _finish_warmup(self) -> None:
+        from river_doebe import DOBE, DOEBE
+        from river_doebe.warmup import Standardizer, fit_members
+
+        X, y = self._fallback.window()
+        names = [str(n) for n in self._schema.names]
+        self._std = Standardizer.fit(X, y, names=names)
+        self._names = [n for n, keep in zip(names, self._std.keep, strict=True) if keep]
+        Z, Y = self._std.x(X), self._std.y(y)
+        starts = tuple(self.starts)[:1] if self.kind == "dobe" else tuple(self.starts)
+        n_samples = 1 if self.kind == "dobe" else int(self.n_samples)
+        rng = np.random.default_rng(self.seed)
+        fam_seed = int(rng.integers(0, 2**31 - 1))
+        members = fit_members(
+            Z, Y, family_templates(self.family, Z.shape[1], fam_seed),
+            n_samples=n_samples, starts=starts, seed=self.seed,
+        )
+        var_rw = 0.0 if self.kind == "oe" else float(self.var_rw)
+        learners = [DOBE(m.basis, m.var_theta, m.var_eps, var_rw=var_rw) for m in members]
+        self._model = learners[0] if self.kind == "dobe" else DOEBE(learners)
+        for z, t in zip(Z, Y, strict=True):
+            self._model.learn_one(dict(zip(self._names, z.tolist(), strict=True)), float(t))
+        self._fallback = None
+
+    def learn_one(self, x: dict, y: float) -> None:
+        z = self._array(x)
+        y = float(y)
+        if self._model is None:
+            self._fallback.learn(z, y)
+            if self._fallback.n >= self.n_warmup:
+                self._finish_warmup()
+            return
+        self._model.learn_one(self._zdict(z), float(self._std.y(y)))
+
+    def predict_one(self, x: dict, with_dist: bool = False):
+        z = self._array(x)
+        if self._model is None:
+            mean, var = self._fallback.predict(z)
+        else:
+            dist = self._model.predict_one(self._zdict(z), with_dist=True)
+            mean, var = self._std.y_back(dist.mu, dist.sigma**2)
+        if with_dist:
+            return proba.Gaussian._from_state(n=1, m=float(mean), var=float(var), ddof=0)
+        return float(mean)
+
+
+# ---------------------------------------------------------------------------------------------
+# Registries of models and peers
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model the CLI can build: a label, a description, a factory, and whether it gives a
+    predictive distribution (``predict_one(x, with_dist=True)``)."""
+
+    label: str
+    help: str
+    factory: Callable
+    has_dist: bool = True
+    warms_up: bool = False
+
+
+def _edoebe(settings):
+    from river_doebe import EDOEBE
+
+    return EDOEBE(
+        n_warmup=settings["n_warmup"], n_samples=settings["n_samples"],
+        starts=tuple(settings["starts"]), seed=settings["seed"],
+    )
+
+
+def _family(family, kind):
+    def make(settings):
+        return FamilyEnsemble(
+            family=family, kind=kind, n_warmup=settings["n_warmup"],
+            n_samples=settings["n_samples"], starts=tuple(settings["starts"]),
+            seed=settings["seed"],
+        )
+
+    return make
+
+
+_FAMILY_NAMES = {
+    "hsgp": "additive HSGP",
+    "rff": "random Fourier features",
+    "rbf": "RBF network",
+    "poly": "additive polynomials (degrees 2-4)",
+    "linear": "linear",
+}
+
+
+def _model_registry() -> dict[str, ModelSpec]:
+    models = {
+        "edoebe": ModelSpec(
+            "E-DOEBE", "E-DOEBE: static and dynamic twins of additive HSGP, RFF and RBF members, "
+            "switching weights (paper Exp. 3)", _edoebe, warms_up=True,
+        )
+    }
+    for fam, name in _FAMILY_NAMES.items():
+        tag = fam.upper() if fam in ("hsgp", "rff", "rbf") else fam.capitalize()
+        models[f"doe-{fam}"] = ModelSpec(
+            f"DOE-{tag}", f"DOEBE of dynamic {name} members", _family(fam, "doe"), warms_up=True
+        )
+        models[f"oe-{fam}"] = ModelSpec(
+            f"OE-{tag}", f"DOEBE of static {name} members", _family(fam, "oe"), warms_up=True
+        )
+    for fam in ("hsgp", "rff", "rbf"):
+        models[f"dobe-{fam}"] = ModelSpec(
+            f"DOBE-{fam.upper()}", f"one dynamic {_FAMILY_NAMES[fam]} learner (empirical-Bayes "
+            "mode)", _family(fam, "dobe"), warms_up=True,
+        )
+    return models
+
+
+def _blr(smoothing=None):
+    def make(settings):
+        from river import linear_model, preprocessing
+
+        return preprocessing.StandardScaler() | linear_model.BayesianLinearRegression(
+            smoothing=smoothing
+        )
+
+    return make
+
+
+def _lr(settings):
+    from river import linear_model, preprocessing
+
+    return preprocessing.StandardScaler() | linear_model.LinearRegression()
+
+
+def _hat(settings):
+    from river import tree
+
+    return tree.HoeffdingAdaptiveTreeRegressor(seed=settings["seed"])
+
+
+def _knn(settings):
+    from river import neighbors, preprocessing
+
+    return preprocessing.StandardScaler() | neighbors.KNNRegressor()
+
+
+def _arf(settings):
+    from river import forest
+
+    return forest.ARFRegressor(seed=settings["seed"])
+
+
+PEERS: dict[str, ModelSpec] = {
+    "blr": ModelSpec(
+        "BayesianLinearRegression", "river StandardScaler | linear_model.BayesianLinearRegression",
+        _blr(),
+    ),
+    "blr-smooth": ModelSpec(
+        "BayesianLinearRegression(smoothing=0.999)",
+        "the same, forgetting old data (smoothing=0.999)", _blr(0.999),
+    ),
+    "lr": ModelSpec(
+        "LinearRegression", "river StandardScaler | linear_model.LinearRegression", _lr,
+        has_dist=False,
+    ),
+    "hat": ModelSpec(
+        "HoeffdingAdaptiveTree", "river tree.HoeffdingAdaptiveTreeRegressor", _hat,
+        has_dist=False,
+    ),
+    "knn": ModelSpec(
+        "KNN", "river StandardScaler | neighbors.KNNRegressor", _knn, has_dist=False
+    ),
+    "arf": ModelSpec("ARF", "river forest.ARFRegressor", _arf, has_dist=False),
+}
+
+MODELS: dict[str, ModelSpec] = _model_registry()
+
+DEFAULT_PEERS = ("blr", "hat", "knn")
+
+
+# ---------------------------------------------------------------------------------------------
+# Running one model
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """The outcome of one model's progressive validation."""
+
+    key: str
+    label: str
+    scores: dict
+    elapsed: float
+    n: int
+    steps: list
+    nmse_trace: list
+    weights: dict | None = None
+    warnings: list = field(default_factory=list)
+
+    @property
+    def rate(self) -> float:
+        return self.n / self.elapsed if self.elapsed > 0 else math.inf
+
+
+class _WeightRecorder:
+    """Records an E-DOEBE's weights, summed by family and static/dynamic, every ``every``
+    samples once it is warm."""
+
+    def __init__(self, model, every: int):
+        self.model = model
+        self.every = every
+        self.labels: list[str] | None = None
+        self.index: np.ndarray | None = None
+        self.steps: list[int] = []
+        self.rows: list[np.ndarray] = []
+        self.warm_at: int | None = None
+
+    def __call__(self, t: int) -> None:
+        model = self.model
+        if not getattr(model, "is_warm", True):
+            return
+        if self.labels is None:
+            self.warm_at = t
+            described = model.describe()
+            labels = [
+                f"{m['family']} ({'dynamic' if m['dynamic'] else 'static'})" for m in described
+            ]
+            self.labels = list(dict.fromkeys(labels))
+            self.index = np.array([self.labels.index(lab) for lab in labels])
+        if t % self.every == 0 or t == self.warm_at:
+            w = np.asarray(model.weights, dtype=float)
+            self.steps.append(t)
+            self.rows.append(np.bincount(self.index, weights=w, minlength=len(self.labels)))
+
+    def result(self) -> dict | None:
+        if not self.steps:
+            return None
+        table = np.vstack(self.rows)
+        return {
+            "steps": list(self.steps),
+            "warm_at": self.warm_at,
+            "groups": {lab: table[:, j].tolist() for j, lab in enumerate(self.labels)},
+        }
+
+
+def _iterate(dataset, n: int, bar, hook):
+    """The first ``n`` samples of ``dataset``; after each one is learnt, advance the bar and
+    call ``hook(t)`` (the code after ``yield`` runs when the loop asks for the next sample)."""
+    for t, (x, y) in enumerate(itertools.islice(dataset, n), start=1):
+        yield x, y
+        if bar is not None:
+            bar.update(1)
+        if hook is not None:
+            hook(t)
+
+
+def run_model(key, spec, model, dataset, n, var_y, every, progress=True, record_weights=False,
+              width=28):
+    """Progressive validation of ``model`` on the first ``n`` samples of ``dataset``."""
+    from river import metrics as river_metrics
+    from tqdm import tqdm
+
+    from river_doebe import metrics
+
+    metric_list = {"nMSE": metrics.NMSE(var_y=var_y), "MAE": river_metrics.MAE()}
+    if spec.has_dist:
+        metric_list["PLL"] = metrics.PredictiveLogLikelihood()
+    recorder = _WeightRecorder(model, every) if record_weights else None
+    bar = tqdm(total=n, desc=spec.label.ljust(width), unit="sample", disable=not progress,
+               file=sys.stderr, leave=True, dynamic_ncols=True, mininterval=0.5)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = metrics.progressive_scores(
+                model, _iterate(dataset, n, bar, recorder), metric_list, every=every
+            )
+    finally:
+        bar.close()
+    messages = list(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught))
+    return Run(
+        key=key,
+        label=spec.label,
+        scores={k: float(v) for k, v in result.scores.items()},
+        elapsed=result.elapsed,
+        n=result.n_samples,
+        steps=result.steps.tolist(),
+        nmse_trace=result.traces["nMSE"].tolist(),
+        weights=recorder.result() if recorder is not None else None,
+        warnings=messages,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Streams
+# ---------------------------------------------------------------------------------------------
+
+
+def load_stream(name: str, data_dir=None, n: int | None = None):
+    """The dataset ``name`` (``datasets.load``), its length after truncation to ``n``, and the
+    variance of its targets. Generated streams are generated with ``n_samples=n``."""
+    from river.datasets import base as dbase
+
+    from river_doebe import datasets
+
+    key = name.strip().lower().replace("-", "_").replace(" ", "_")
+    if key not in datasets.NAMES:
+        raise CLIError(
+            f"unknown stream {name!r}; choose one of: {', '.join(datasets.NAMES)} "
+            f"(`{PROG} list` shows which are available)"
+        )
+    kwargs = {}
+    if n is not None and _is_generated(key):
+        kwargs["n_samples"] = n
+    try:
+        dataset = datasets.load(key, directory=data_dir, **kwargs)
+    except FileNotFoundError as err:
+        raise CLIError(str(err)) from None
+    except ValueError as err:
+        raise CLIError(f"cannot load stream {name!r}: {err}") from None
+    if dataset.task != dbase.REG:
+        raise CLIError(
+            f"stream {key!r} is a {dataset.task.lower()} stream; `evaluate` runs regressors"
+        )
+    try:
+        _, y = dataset.arrays()
+    except (ValueError, OSError) as err:
+        raise CLIError(f"cannot read stream {key!r}: {err}") from None
+    total = len(y) if n is None else min(n, len(y))
+    var_y = float(np.var(y[:total]))
+    if not var_y > 0:
+        raise CLIError(f"the targets of stream {key!r} are constant; nMSE is undefined")
+    return key, dataset, total, var_y
+
+
+def _is_generated(key: str) -> bool:
+    """Whether ``key`` names a generated stream (one that needs no data file)."""
+    import tempfile
+
+    from river_doebe import datasets
+
+    with tempfile.TemporaryDirectory() as empty:
+        return key in datasets.available(empty)
+
+
+# ---------------------------------------------------------------------------------------------
+# Output: table, JSON, plot
+# ---------------------------------------------------------------------------------------------
+
+
+def _fmt(v, spec=".4f") -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return format(v, spec)
+
+
+def format_table(runs: list[Run]) -> str:
+    header = ["model", "nMSE", "MAE", "PLL", "time [s]", "samples/s"]
+    rows = [
+        [
+            r.label,
+            _fmt(r.scores.get("nMSE")),
+            _fmt(r.scores.get("MAE")),
+            _fmt(r.scores.get("PLL")),
+            _fmt(r.elapsed, ".1f"),
+            _fmt(r.rate, ",.0f"),
+        ]
+        for r in runs
+    ]
+    widths = [max(len(h), *(len(row[j]) for row in rows)) for j, h in enumerate(header)]
+    lines = []
+    for k, row in enumerate([header, *rows]):
+        cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]
+        lines.append("  ".join(cells).rstrip())
+        if k == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _clean(obj):
+    """JSON-safe copy: NaN and infinities become ``None``."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_clean(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return _clean(obj.item())
+    return obj
+
+
+def write_json(path: Path, stream: str, n: int, var_y: float, settings: dict, runs) -> None:
+    doc = {
+        "command": f"{PROG} evaluate",
+        "stream": stream,
+        "n_samples": n,
+        "var_y": var_y,
+        "settings": settings,
+        "scoring": "progressive (predict, then learn), every sample scored; nMSE = MSE / Var(y) "
+        "over the stream; PLL in the units of y",
+        "results": [
+            {
+                "key": r.key,
+                "model": r.label,
+                "scores": r.scores,
+                "elapsed_s": r.elapsed,
+                "samples_per_s": r.rate,
+                "trace": {"steps": r.steps, "nMSE": r.nmse_trace},
+                "weights": r.weights,
+                "warnings": r.warnings,
+            }
+            for r in runs
+        ],
+    }
+    path.write_text(json.dumps(_clean(doc), indent=2) + "\n")
+
+
+def _import_pyplot():
+    try:
+        import matplotlib
+    except ImportError:
+        raise CLIError(
+            "--plot needs matplotlib, which is not installed; install it with "
+            "`pip install matplotlib` (or `pip install 'river-doebe[plot]'`)"
+        ) from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def write_plot(path: Path, stream: str, runs: list[Run]) -> None:
+    plt = _import_pyplot()
+    weighted = [r for r in runs if r.weights]
+    n_rows = 1 + len(weighted)
+    fig, axes = plt.subplots(n_rows, 1, figsize=(8, 3.2 * n_rows), squeeze=False)
+    ax = axes[0, 0]
+    top = 0.0
+    for r in runs:
+        trace = np.asarray(r.nmse_trace, dtype=float)
+        ax.plot(r.steps, trace, label=r.label, lw=1.4)
+        tail = trace[len(trace) // 10 :]
+        if tail.size and np.isfinite(tail).any():
+            top = max(top, float(np.nanmax(tail)))
+    ax.set_ylim(0.0, min(1.5, 1.05 * top) if top > 0 else 1.0)
+    ax.set_xlabel("samples seen")
+    ax.set_ylabel("nMSE (cumulative)")
+    ax.set_title(f"Progressive nMSE on {stream}")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    for k, r in enumerate(weighted, start=1):
+        ax = axes[k, 0]
+        w = r.weights
+        labels = list(w["groups"])
+        ax.stackplot(w["steps"], *[w["groups"][lab] for lab in labels], labels=labels, alpha=0.85)
+        ax.set_xlim(0, r.n)
+        ax.set_ylim(0.0, 1.0)
+        if w.get("warm_at"):
+            ax.axvline(w["warm_at"], color="k", ls=":", lw=1)
+        ax.set_xlabel("samples seen")
+        ax.set_ylabel("weight")
+        ax.set_title(f"{r.label} weights by family (warm-up ends at the dotted line)")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------------------------------------
+# Argument parsing
+# ---------------------------------------------------------------------------------------------
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Dynamic online ensembles of basis expansions (Waxman & Djuric, TMLR 2024) "
+        "for river: evaluate them against river's own regressors.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="{evaluate,list}")
+    sub.required = True
+
+    ev = sub.add_parser(
+        "evaluate",
+        help="progressive validation of a model against river peers on a stream",
+        description="Progressive (predict, then learn) validation of a river-doebe model "
+        "against river regressors on a stream. Prints nMSE, MAE, PLL and samples/s.",
+    )
+    ev.add_argument("--stream", default="drift",
+                    help="stream name (default: drift; see `river-doebe list`)")
+    ev.add_argument("--data-dir", default=None, metavar="DIR",
+                    help="folder of the .npz data files (default: $RIVER_DOEBE_DATA)")
+    ev.add_argument("--n", type=_positive_int, default=None, metavar="N",
+                    help="use the first N samples (generated streams are generated with N)")
+    ev.add_argument("--model", default="edoebe", choices=list(MODELS), metavar="MODEL",
+                    help="the river-doebe model (default: edoebe): " + ", ".join(MODELS))
+    ev.add_argument("--n-warmup", type=_int, default=None, metavar="N",
+                    help=f"warm-up window (default {QUICK['n_warmup']}; "
+                    f"{PAPER['n_warmup']} with --paper)")
+    ev.add_argument("--n-samples", type=_int, default=None, metavar="K",
+                    help=f"members per empirical-Bayes mode (default {QUICK['n_samples']}; "
+                    f"{PAPER['n_samples']} with --paper)")
+    ev.add_argument("--starts", type=_positive_float, nargs="+", default=None, metavar="S",
+                    help="starting length scales as multiples of each input's range "
+                    "(default 1.0; 0.1 1 10 with --paper)")
+    ev.add_argument("--paper", action="store_true",
+                    help="the paper's warm-up: 1000 samples, 5 members per mode, starts 0.1 1 10")
+    ev.add_argument("--seed", type=_int, default=0, help="seed of the random parts (default: 0)")
+    group = ev.add_mutually_exclusive_group()
+    group.add_argument("--peers", nargs="+", default=None, metavar="PEER",
+                       help="river peers (space or comma separated): " + ", ".join(PEERS)
+                       + f" (default: {' '.join(DEFAULT_PEERS)})")
+    group.add_argument("--no-peers", action="store_true", help="evaluate the model alone")
+    ev.add_argument("--every", type=_positive_int, default=None, metavar="K",
+                    help="record the traces every K samples (default: about 200 points)")
+    ev.add_argument("--json", type=Path, default=None, metavar="FILE",
+                    help="write every score and trace to FILE")
+    ev.add_argument("--plot", type=Path, default=None, metavar="FILE",
+                    help="save a PNG of nMSE over time and the E-DOEBE weights over time")
+    ev.add_argument("--no-progress", action="store_true", help="no progress bars")
+    ev.add_argument("--verbose", action="store_true",
+                    help="print the warnings raised while fitting (otherwise only counted)")
+
+    sub.add_parser("list", help="list the streams, models and peers",
+                   description="List the streams (and whether their data are available), "
+                   "the river-doebe models and the river peers.")
+    return parser
+
+
+def _settings(args, parser) -> dict:
+    base_values = PAPER if args.paper else QUICK
+    settings = {
+        "n_warmup": base_values["n_warmup"] if args.n_warmup is None else args.n_warmup,
+        "n_samples": base_values["n_samples"] if args.n_samples is None else args.n_samples,
+        "starts": list(base_values["starts"] if args.starts is None else args.starts),
+        "seed": args.seed,
+    }
+    if settings["n_warmup"] < 2:
+        parser.error(f"argument --n-warmup: must be at least 2, got {settings['n_warmup']}")
+    if settings["n_samples"] < 1:
+        parser.error(f"argument --n-samples: must be at least 1, got {settings['n_samples']}")
+    return settings
+
+
+def _peer_keys(args) -> list[str]:
+    if args.no_peers:
+        return []
+    if args.peers is None:
+        return list(DEFAULT_PEERS)
+    keys = [k.strip().lower() for item in args.peers for k in item.split(",") if k.strip()]
+    unknown = [k for k in keys if k not in PEERS]
+    if unknown:
+        raise CLIError(
+            f"unknown peer(s) {', '.join(map(repr, unknown))}; choose from: {', '.join(PEERS)}"
+        )
+    if not keys:
+        raise CLIError("--peers needs at least one peer name")
+    return list(dict.fromkeys(keys))
+
+
+# ---------------------------------------------------------------------------------------------
+# Subcommands
+# ---------------------------------------------------------------------------------------------
+
+
+def cmd_list(args, out=None) -> int:
+    from river_doebe import datasets
+
+    out = out or sys.stdout
+    try:
+        folder = str(datasets.data_dir(None))
+    except FileNotFoundError:
+        folder = None
+    available = set(datasets.available(None))
+    print("Streams (--stream):", file=out)
+    for name in datasets.NAMES:
+        if _is_generated(name):
+            status = "generated"
+        elif name in available:
+            status = "available"
+        else:
+            status = f"needs {name}.npz (--data-dir or ${datasets.ENV_VAR})"
+        paper = "  [paper]" if name in datasets.PAPER_NAMES else ""
+        print(f"  {name:<20} {status}{paper}", file=out)
+    where = folder or f"none (set ${datasets.ENV_VAR} or pass --data-dir)"
+    print(f"  data folder: {where}", file=out)
+    print("\nModels (--model):", file=out)
+    for key, spec in MODELS.items():
+        print(f"  {key:<12} {spec.help}", file=out)
+    print("\nPeers (--peers):", file=out)
+    for key, spec in PEERS.items():
+        default = "  [default]" if key in DEFAULT_PEERS else ""
+        print(f"  {key:<12} {spec.help}{default}", file=out)
+    return 0
+
+
+def cmd_evaluate(args, parser) -> int:
+    settings = _settings(args, parser)
+    peers = _peer_keys(args)
+    if args.plot is not None:
+        _import_pyplot()  # fail before the long run, not after it
+    stream, dataset, n, var_y = load_stream(args.stream, args.data_dir, args.n)
+    spec = MODELS[args.model]
+    if spec.warms_up and settings["n_warmup"] >= n:
+        raise CLIError(
+            f"--n-warmup ({settings['n_warmup']}) must be smaller than the number of samples "
+            f"({n}) of stream {stream!r}"
+        )
+    for target in (args.json, args.plot):
+        if target is not None:
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                raise CLIError(f"cannot create the folder of {str(target)!r}: {err}") from None
+    every = args.every or max(1, n // 200)
+    progress = not args.no_progress
+
+    entries = [(args.model, spec, True)] + [(k, PEERS[k], False) for k in peers]
+    n_features = getattr(dataset, "n_features", None)
+    print(
+        f"{PROG} evaluate: stream {stream!r} ({n} samples, {n_features} features); "
+        f"model {spec.label} (n_warmup={settings['n_warmup']}, n_samples="
+        f"{settings['n_samples']}, starts={settings['starts']}, seed={settings['seed']})"
+        + (f"; peers: {', '.join(PEERS[k].label for k in peers)}" if peers else ""),
+        flush=True,
+    )
+    runs = []
+    width = max(len(s.label) for _, s, _ in entries)
+    for key, s, is_main in entries:
+        model = s.factory(settings)
+        record = is_main and key == "edoebe"
+        runs.append(
+            run_model(key, s, model, dataset, n, var_y, every, progress=progress,
+                      record_weights=record, width=width)
+        )
+    print()
+    print(format_table(runs))
+    print(
+        f"\nnMSE: MSE / Var(y) over all {n} samples; PLL: mean log predictive density of y "
+        "(in the units of y; '-' for models without a predictive distribution). Every sample "
+        "is predicted before it is learnt, the warm-up included."
+    )
+    for r in runs:
+        if r.warnings:
+            if args.verbose:
+                print(f"\nwarnings from {r.label}:")
+                for msg in r.warnings:
+                    print(f"  {msg}")
+            else:
+                print(f"note: {r.label} raised {len(r.warnings)} distinct warning(s) "
+                      "(--verbose shows them)")
+    if args.json is not None:
+        try:
+            write_json(args.json, stream, n, var_y, settings, runs)
+        except OSError as err:
+            raise CLIError(f"cannot write {str(args.json)!r}: {err}") from None
+        print(f"wrote {args.json}")
+    if args.plot is not None:
+        try:
+            write_plot(args.plot, stream, runs)
+        except OSError as err:
+            raise CLIError(f"cannot write {str(args.plot)!r}: {err}") from None
+        print(f"wrote {args.plot}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``river-doebe`` and ``python -m river_doebe``; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    try:
+        if args.command == "list":
+            return cmd_list(args)
+        status = cmd_evaluate(args, parser)
+    except CLIError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    print(f"total time: {time.perf_counter() - start:.1f} s")
+    return status
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,315 @@
+"""The warm-up of the drop-in E-DOEBE: standardise, fit each family by empirical Bayes, sample.
+
+Paper Sec. 4.1-4.2 and Sec. 5 (protocol): the first ``n_warmup`` samples fix a standardisation of
+``x`` and ``y`` (their mean and standard deviation), the hyperparameters of every basis family are
+fitted on them by type-II maximum likelihood from several starts, each mode is complemented by
+draws from its Laplace approximation, every member gets a dynamic twin for each random-walk
+level, and the hyperparameters are frozen from then on.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from river_doebe import evidence
+from river_doebe._engine import MemberSpec
+
+__all__ = ["Standardizer", "default_families", "fit_members"]
+
+
+@dataclass
+class Standardizer:
+    """Frozen standardisation of the inputs and the target (fitted on the warm-up window).
+
+    Inputs that are constant over the warm-up window carry no information for hyperparameters
+    that are frozen from then on; they are dropped (with a warning), so that values which such a
+    feature takes later cannot blow the standardised inputs up. Standardised values are clipped
+    to ``[-clip, clip]`` like the paper's code.
+    """
+
+    x_mean: np.ndarray
+    x_scale: np.ndarray
+    keep: np.ndarray
+    y_mean: float
+    y_scale: float
+    clip: float = 1e3
+
+    @classmethod
+    def fit(cls, X: np.ndarray, y: np.ndarray, names=None, clip: float = 1e3) -> Standardizer:
+        X = np.asarray(X, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        mean = X.mean(axis=0)
+        std = X.std(axis=0)
+        keep = std > 1e-12 * np.maximum(1.0, np.abs(mean))
+        if not keep.any():
+            warnings.warn(
+                "every input is constant over the warm-up window; the model keeps the first one "
+                "and will predict little more than the target's mean",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            keep[0] = True
+            std[0] = 1.0
+        elif not keep.all():
+            dropped = np.flatnonzero(~keep)
+            labels = [str(names[i]) if names is not None else f"x{i}" for i in dropped]
+            warnings.warn(
+                f"input(s) {labels} are constant over the warm-up window and are ignored from now "
+                "on (frozen hyperparameters cannot use them)",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        y_mean = float(y.mean())
+        y_std = float(y.std())
+        if not y_std > 1e-12 * max(1.0, abs(y_mean)):
+            warnings.warn(
+                "the target is constant over the warm-up window; its scale is taken as 1",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            y_std = 1.0
+        scale = np.where(keep, std, 1.0)
+        return cls(mean[keep], scale[keep], keep, y_mean, y_std, clip)
+
+    def x(self, X: np.ndarray) -> np.ndarray:
+        """Standardise one sample ``(D,)`` or a batch ``(n, D)``; returns only the kept inputs."""
+        Z = (X[..., self.keep] - self.x_mean) / self.x_scale
+        return np.clip(Z, -self.clip, self.clip, out=Z)
+
+    def y(self, y):
+        return (y - self.y_mean) / self.y_scale
+
+    def y_back(self, mean: float, var: float) -> tuple[float, float]:
+        return mean * self.y_scale + self.y_mean, var * self.y_scale**2
+
+
+def default_families(n_inputs: int, seed: int | None = None) -> list:
+    """The paper's Experiment 3 families: additive HSGP (about 100 features), RFF with 50
+    frequencies, and an RBF network with 100 centres, all with ARD length scales."""
+    from river_doebe.basis import HilbertGP, RandomFourierFeatures, RBFNetwork
+
+    ones = tuple([1.0] * n_inputs)
+    rng = np.random.default_rng(seed)
+    s1, s2 = (int(v) for v in rng.integers(0, 2**31 - 1, size=2))
+    return [
+        HilbertGP(n_features=max(100, n_inputs), lengthscale=ones),
+        RandomFourierFeatures(n_frequencies=50, lengthscale=ones, seed=s1),
+        RBFNetwork(n_centres=100, lengthscale=ones, seed=s2),
+    ]
+
+
+@dataclass
+class FittedMember:
+    """A member found by the warm-up, before the random-walk twins are made."""
+
+    basis: object
+    var_theta: float
+    var_eps: float
+    family: str
+    mode_index: int
+    is_mode: bool
+
+
+def fit_members(
+    Z: np.ndarray,
+    y: np.ndarray,
+    families: list,
+    n_samples: int = 5,
+    starts=(0.1, 1.0, 10.0),
+    seed: int | None = None,
+    verbose: bool = False,
+    maxiter: int = 200,
+) -> list[FittedMember]:
+    """Empirical Bayes on ``(Z, y)`` for every family, plus Laplace draws: the static members.
+
+    A family whose every start fails is skipped with a warning; if all families fail, the error
+    is raised.
+    """
+    import copy
+
+    rng = np.random.default_rng(seed)
+    members: list[FittedMember] = []
+    errors = []
+    for family in families:
+        fam_seed = int(rng.integers(0, 2**31 - 1))
+        name = type(family).__name__
+        t0 = time.perf_counter()
+        try:
+            specs = evidence.build_members(
+                copy.deepcopy(family), Z, y, n_samples=n_samples, starts=starts, seed=fam_seed,
+                maxiter=maxiter,
+            )
+        except (RuntimeError, np.linalg.LinAlgError, ValueError) as exc:
+            warnings.warn(f"warm-up of {name} failed and is skipped: {exc}", RuntimeWarning,
+                          stacklevel=2)
+            errors.append(exc)
+            continue
+        for s in specs:
+            if not (math.isfinite(s.var_theta) and math.isfinite(s.var_eps)):
+                continue
+            members.append(
+                FittedMember(s.basis, float(s.var_theta), float(s.var_eps), s.family,
+                             s.mode_index, s.is_mode)
+            )
+        if verbose:
+            n_modes = len({s.mode_index for s in specs})
+            print(
+                f"[river-doebe] warm-up: {name}: {n_modes} mode(s), {len(specs)} members "
+                f"in {time.perf_counter() - t0:.1f} s",
+                flush=True,
+            )
+    if not members:
+        raise RuntimeError(f"the warm-up found no usable member: {errors}")
+    return members
+
+
+def twin_specs(members: list[FittedMember], levels: list[float]) -> list[MemberSpec]:
+    """One copy of every member per random-walk level (the last level is the static one)."""
+    import copy
+
+    return [
+        MemberSpec(copy.deepcopy(m.basis), m.var_theta, m.var_eps, level)
+        for level in levels
+        for m in members
+    ]
+
+
+class Fallback:
+    """What the E-DOEBE predicts with during its warm-up, and the window it keeps.
+
+    A Bayesian linear regression (prior variance 1 on the weights) of the target on the inputs,
+    both standardised with the statistics of the samples seen so far, recomputed exactly from
+    running moments at every step (so a change of standardisation never leaves the posterior
+    stale). Its noise variance is the mean squared standardised one-step error so far (clipped
+    to ``[1e-3, 1]``). Predictions are one step ahead and come with a distribution; before two
+    samples it predicts the running mean with unit variance in the target's scale.
+    """
+
+    def __init__(self, n_inputs: int):
+        self.n = 0
+        self._X: list[np.ndarray] = []
+        self._y: list[float] = []
+        self._mx = np.zeros(n_inputs)
+        self._Cxx = np.zeros((n_inputs, n_inputs))
+        self._cxy = np.zeros(n_inputs)
+        self._my = 0.0
+        self._syy = 0.0
+        self._sq_err = 0.0
+        self._n_err = 0
+        self._post = None
+
+    @classmethod
+    def from_window(cls, X: np.ndarray, y: np.ndarray) -> Fallback:
+        fb = cls(X.shape[1])
+        for z, t in zip(X, y):
+            fb._add(z, float(t))
+        return fb
+
+    def _posterior(self):
+        if self._post is None:
+            n = self.n
+            sx = np.sqrt(np.maximum(np.diag(self._Cxx) / n, 0.0))
+            sx[sx <= 1e-12 * np.maximum(1.0, np.abs(self._mx))] = np.inf  # constant: no weight
+            sy = math.sqrt(max(self._syy / n, 0.0))
+            if not sy > 1e-12 * max(1.0, abs(self._my)):
+                sy = 1.0
+            ve = min(max(self._sq_err / self._n_err, 1e-3), 1.0) if self._n_err else 1.0
+            inv = 1.0 / sx
+            A = self._Cxx * np.outer(inv, inv) / ve
+            A[np.diag_indices_from(A)] += 1.0
+            b = self._cxy * inv / (sy * ve)
+            chol = np.linalg.cholesky(A)
+            w = np.linalg.solve(A, b)
+            self._post = (inv, sy, ve, chol, w)
+        return self._post
+
+    def predict(self, z: np.ndarray) -> tuple[float, float]:
+        if self.n < 2:
+            return self._my, (1.0 if self.n == 0 else 1.0 + self._my**2)
+        inv, sy, ve, chol, w = self._posterior()
+        u = (z - self._mx) * inv
+        u = np.clip(u, -1e3, 1e3)
+        h = np.linalg.solve(chol, u)
+        return self._my + sy * float(u @ w), sy * sy * (float(h @ h) + ve)
+
+    def learn(self, z: np.ndarray, y: float) -> None:
+        if self.n >= 2:
+            mean, var = self.predict(z)
+            _, sy, _, _, _ = self._posterior()
+            self._sq_err += ((y - mean) / sy) ** 2
+            self._n_err += 1
+        self._add(z.copy(), y)
+
+    def _add(self, z: np.ndarray, y: float) -> None:
+        self._X.append(z)
+        self._y.append(y)
+        self.n += 1
+        dx = z - self._mx
+        dy = y - self._my
+        self._mx += dx / self.n
+        self._my += dy / self.n
+        self._Cxx += np.outer(dx, z - self._mx)
+        self._cxy += dx * (y - self._my)
+        self._syy += dy * (y - self._my)
+        self._post = None
+
+    def window(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.vstack(self._X), np.asarray(self._y, dtype=np.float64)
+
+
+def fit_ensemble(
+    X: np.ndarray,
+    y: np.ndarray,
+    names=None,
+    families=None,
+    n_samples: int = 5,
+    levels=(1e-3, 0.0),
+    delta: float = 1e-2,
+    weight_floor: float = 1e-16,
+    starts=(0.1, 1.0, 10.0),
+    seed: int | None = None,
+    replay: bool = True,
+    verbose: bool = False,
+):
+    """The whole warm-up on a window ``(X, y)``: returns ``(standardizer, engine, members)``.
+
+    ``engine`` is set up with ``len(levels) * len(members)`` members in blocks by level (the
+    last level, 0, is the static block) and the E-DOEBE transition matrix, and, with ``replay``,
+    has filtered the window already.
+    """
+    from river_doebe._engine import Engine
+    from river_doebe.ensemble import edoebe_transition
+
+    t0 = time.perf_counter()
+    if X.shape[0] < X.shape[1]:
+        warnings.warn(
+            f"the warm-up window has {X.shape[0]} samples for {X.shape[1]} inputs; the fitted "
+            "hyperparameters will be poorly determined",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    std = Standardizer.fit(X, y, names=names)
+    Z = std.x(X)
+    Y = std.y(y)
+    if families is None:
+        families = default_families(Z.shape[1], seed)
+    members = fit_members(Z, Y, list(families), n_samples=n_samples, starts=starts, seed=seed,
+                          verbose=verbose)
+    specs = twin_specs(members, list(levels))
+    engine = Engine(specs, edoebe_transition(len(members), len(levels), delta), weight_floor)
+    engine.setup(Z.shape[1])
+    if replay:
+        for z, t in zip(Z, Y):
+            engine.learn(z, float(t))
+    if verbose:
+        print(
+            f"[river-doebe] warm-up done: {engine.M} members from {X.shape[0]} samples in "
+            f"{time.perf_counter() - t0:.1f} s",
+            flush=True,
+        )
+    return std, engine, members

@@ -1,0 +1,470 @@
+"""Classification: the Laplace step against a full-dimensional reference, the probit predictive,
+labels, ensembles of logistic members, river compatibility."""
+
+from __future__ import annotations
+
+import copy
+import math
+import pickle
+
+import numpy as np
+import pytest
+from river import checks, compose, datasets, evaluate, metrics, preprocessing
+from scipy.optimize import brentq
+from scipy.special import expit, logsumexp
+
+from river_doebe import _logistic
+from river_doebe.basis import Linear, RandomFourierFeatures
+from river_doebe.classification import (
+    DOBEClassifier,
+    DOEBEClassifier,
+    EDOEBEClassifier,
+    SDOEBEClassifier,
+)
+from river_doebe.ensemble import edoebe_transition
+
+CLASSES = [DOBEClassifier, DOEBEClassifier, SDOEBEClassifier, EDOEBEClassifier]
+
+
+def _dicts(X):
+    return [{f"x{j}": float(v) for j, v in enumerate(row)} for row in X]
+
+
+def _logistic_stream(n=400, d=2, seed=0, scale=2.0):
+    """Labels drawn from a logistic model with a bias, as bools."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    w = scale * np.linspace(1.0, -1.0, d)
+    p = expit(X @ w + 0.3)
+    return X, rng.random(n) < p
+
+
+# ----------------------------------------------------------------------------- the Laplace step
+def _reference_laplace(mu, Sigma_pred, phi, y):
+    """Full-dimensional Newton on -log N(theta; mu, Sigma_pred) - log p(y | theta); covariance
+    from the inverse Hessian of the negative log posterior at the mode."""
+    P = np.linalg.inv(Sigma_pred)
+    s = 1.0 if y else -1.0
+    theta = mu.copy()
+    for _ in range(100):
+        f = phi @ theta
+        grad = P @ (theta - mu) - s * phi * expit(-s * f)
+        lam = expit(f) * expit(-f)
+        H = P + lam * np.outer(phi, phi)
+        step = np.linalg.solve(H, grad)
+        theta = theta - step
+        if np.linalg.norm(step) <= 1e-15 * (1.0 + np.linalg.norm(theta)):
+            break
+    f = phi @ theta
+    lam = expit(f) * expit(-f)
+    return theta, np.linalg.inv(P + lam * np.outer(phi, phi))
+
+
+def _rel(a, b):
+    return np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-300)
+
+
+@pytest.mark.parametrize("var_rw", [0.0, 1e-2])
+def test_one_laplace_step_equals_the_full_dimensional_reference(var_rw):
+    """Every member of a padded stack (F = 4, 3 and 10) against the F-dim Newton reference."""
+    X, y = _logistic_stream(n=60, d=3, seed=1)
+    models = [
+        DOBEClassifier(Linear(), var_theta=2.0, var_rw=var_rw),
+        DOBEClassifier(Linear(bias=False), var_theta=0.5, var_rw=var_rw),
+        DOBEClassifier(
+            RandomFourierFeatures(5, lengthscale=1.5, seed=2), var_theta=8.0, var_rw=var_rw
+        ),
+    ]
+    ens = DOEBEClassifier(models, weight_floor=0.0)
+    xs = _dicts(X)
+    for x, t in zip(xs[:40], y[:40], strict=True):
+        ens.learn_one(x, bool(t))
+    eng = ens._engine
+    for x, t in zip(xs[40:], y[40:], strict=True):
+        z = ens._schema.to_array(x)
+        before = [
+            (eng.mu[k, : eng.F[k]].copy(), eng.Sigma[k, : eng.F[k], : eng.F[k]].copy())
+            for k in range(eng.M)
+        ]
+        ens.learn_one(x, bool(t))
+        for k, (mu, Sigma) in enumerate(before):
+            f = int(eng.F[k])
+            phi = eng.members[k].basis.featurize_one(z)
+            mu_ref, Sigma_ref = _reference_laplace(mu, Sigma + var_rw * np.eye(f), phi, t)
+            assert _rel(eng.mu[k, :f], mu_ref) < 1e-8
+            assert _rel(eng.Sigma[k, :f, :f], Sigma_ref) < 1e-8
+            np.testing.assert_array_equal(eng.Sigma[k, :f, :f], eng.Sigma[k, :f, :f].T)
+    # padding is never touched
+    assert not eng.mu[1, 3:].any() and not eng.Sigma[1, 3:, :].any()
+
+
+@pytest.mark.parametrize("a", [-60.0, -5.0, 0.0, 0.7, 40.0])
+@pytest.mark.parametrize("s2", [0.0, 1e-9, 0.3, 50.0, 1e6])
+@pytest.mark.parametrize("y", [0, 1])
+def test_scalar_newton_is_robust_and_converged(a, s2, y):
+    t, lam = _logistic.solve_laplace_step(a, s2, y)
+    s = 1.0 if y else -1.0
+    residual = lambda u: u - s * expit(-s * (a + s2 * u))  # noqa: E731
+    lo, hi = (0.0, 1.0) if y else (-1.0, 0.0)
+    assert lo <= t <= hi
+    ref = brentq(residual, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps)
+    assert abs(t - ref) <= 1e-14 + 1e-12 * abs(ref)
+    f = a + s2 * t
+    assert lam == pytest.approx(expit(f) * expit(-f), rel=1e-9, abs=1e-300)
+
+
+def test_covariance_stays_symmetric_positive_definite():
+    X, y = _logistic_stream(n=6000, d=4, seed=3, scale=4.0)
+    model = DOBEClassifier(
+        RandomFourierFeatures(10, lengthscale=2.0, seed=0), var_theta=10.0, var_rw=1e-3
+    )
+    for x, t in zip(_dicts(X), y, strict=True):
+        model.learn_one(x, t)
+    _, Sigma = model.posterior
+    np.testing.assert_array_equal(Sigma, Sigma.T)
+    assert np.linalg.eigvalsh(Sigma).min() > 0
+
+
+# ----------------------------------------------------------------------------- the predictive
+@pytest.mark.parametrize("a, s2", [(0.0, 1.0), (1.5, 0.5), (-2.0, 4.0), (3.0, 20.0), (0.4, 100.0)])
+def test_probit_predictive_is_close_to_the_expected_sigmoid(a, s2):
+    nodes, w = np.polynomial.hermite_e.hermegauss(120)
+    exact = np.sum(w * expit(a + math.sqrt(s2) * nodes)) / np.sum(w)
+    logit = np.zeros(1)
+    _logistic.probit_logits(np.array([a]), np.array([s2]), np.ones(1, dtype=bool), logit)
+    assert abs(expit(logit[0]) - exact) < 0.02
+
+
+def test_predict_proba_is_the_probit_of_the_latent_predictive():
+    X, y = _logistic_stream(n=200, seed=4)
+    model = DOBEClassifier(Linear(), var_theta=3.0, var_rw=1e-2)
+    log_loss = 0.0
+    for x, t in zip(_dicts(X[:150]), y[:150], strict=True):
+        log_loss -= model.log_density_one(x, t)
+        model.learn_one(x, t)
+    assert model.log_evidence_ == pytest.approx(-log_loss, rel=1e-12)
+    mu, Sigma = model.posterior
+    for row, x in zip(X[150:], _dicts(X[150:]), strict=True):
+        phi = np.append(row, 1.0)
+        a, s2 = phi @ mu, phi @ (Sigma + 1e-2 * np.eye(3)) @ phi
+        proba = model.predict_proba_one(x)
+        assert proba[True] == pytest.approx(expit(a / math.sqrt(1 + math.pi * s2 / 8)), rel=1e-12)
+        assert proba[False] + proba[True] == pytest.approx(1.0, abs=1e-15)
+
+
+def test_online_error_on_separable_data_falls_towards_zero():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(3000, 2))
+    y = X @ np.array([1.0, -2.0]) + 0.5 > 0
+    model = DOBEClassifier(Linear(), var_theta=10.0)
+    errors = []
+    for x, t in zip(_dicts(X), y, strict=True):
+        errors.append(model.predict_one(x) != t)
+        model.learn_one(x, t)
+    assert np.mean(errors[-500:]) < 0.02
+    assert np.mean(errors[-500:]) < np.mean(errors[:500])
+
+
+# ----------------------------------------------------------------------------- labels
+def test_probabilities_are_valid_and_before_any_label_follow_river():
+    model = DOBEClassifier(RandomFourierFeatures(10, seed=1), var_theta=5.0, var_rw=1e-3)
+    assert model.predict_proba_one({"a": 1.0}) == {False: 0.5, True: 0.5}
+    assert model.predict_one({"a": 1.0}) is False
+    X, y = _logistic_stream(n=300, d=1, seed=6, scale=8.0)
+    for x, t in zip([{"a": v} for v in X[:, 0]], y, strict=True):
+        proba = model.predict_proba_one(x)
+        assert set(proba) == {False, True}
+        assert all(0.0 <= p <= 1.0 for p in proba.values())
+        assert sum(proba.values()) == pytest.approx(1.0, abs=1e-12)
+        model.learn_one(x, t)
+
+
+@pytest.mark.parametrize(
+    "code0, code1, first",
+    [
+        ("ham", "spam", "spam"),  # sorted: the first label seen gets code 1 (a flip)
+        ("ham", "spam", "ham"),
+        (3, 7, 7),
+        (False, True, True),
+        (np.False_, np.True_, np.False_),
+        (0, "x", 0),  # not comparable: order of appearance
+        ("x", 0, "x"),
+    ],
+)
+def test_any_two_labels_are_an_exact_relabelling_of_bools(code0, code1, first):
+    X, y = _logistic_stream(n=120, seed=7)
+    y[:5] = True  # a few samples of one label before the second label appears
+    if code1 != first:
+        y = ~y  # the stream starts with `first`
+    make = lambda: DOEBEClassifier(  # noqa: E731
+        [DOBEClassifier(Linear(), var_rw=1e-2), DOBEClassifier(Linear(bias=False))]
+    )
+    named, plain = make(), make()
+    for x, t in zip(_dicts(X), y, strict=True):
+        label = code1 if t else code0
+        p, q = named.predict_proba_one(x), plain.predict_proba_one(x)
+        if len(named.classes_) == 1 and not isinstance(first, bool | np.bool_):
+            assert p == {first: 1.0}
+        elif len(named.classes_) == 2:
+            assert set(p) == {code0, code1}
+            assert p[code1] == pytest.approx(q[True], rel=1e-12, abs=1e-15)
+            assert named.predict_one(x) == (code1 if plain.predict_one(x) else code0)
+        named.learn_one(x, label)
+        plain.learn_one(x, bool(t))
+    assert named.classes_ == (code0, code1)
+    np.testing.assert_allclose(named.weights, plain.weights, rtol=1e-12)
+
+
+def test_single_non_bool_label_and_third_label():
+    model = DOBEClassifier()
+    model.learn_one({"a": 1.0}, "cat")
+    assert model.predict_proba_one({"a": 2.0}) == {"cat": 1.0}
+    assert model.predict_one({"a": 2.0}) == "cat"
+    model.learn_one({"a": -1.0}, "bird")
+    proba = model.predict_proba_one({"a": 2.0})
+    assert list(proba) == ["bird", "cat"] and proba["cat"] > 0.5
+    before = pickle.dumps(model)
+    with pytest.raises(ValueError, match="third label 'dog'"):
+        model.learn_one({"a": 1.0}, "dog")
+    assert pickle.dumps(model) == before
+    assert model.log_density_one({"a": 2.0}, "cat") == pytest.approx(math.log(proba["cat"]))
+    with pytest.raises(ValueError, match="not one of the labels"):
+        model.log_density_one({"a": 2.0}, "dog")
+
+
+@pytest.mark.parametrize(
+    "x, y, exc, word",
+    [
+        ({"a": float("nan"), "b": 1.0}, True, ValueError, "'a'"),
+        ({"a": 1.0, "b": float("inf")}, True, ValueError, "'b'"),
+        ({"a": "1.0", "b": 1.0}, True, TypeError, "'a'"),
+        ({"a": 1.0, "b": None}, True, TypeError, "'b'"),
+        ({"a": 1.0, "b": 1.0}, None, ValueError, "None"),
+        ({"a": 1.0, "b": 1.0}, float("nan"), ValueError, "NaN"),
+        ({"a": 1.0, "b": 1.0}, [1], TypeError, "hashable"),
+    ],
+)
+def test_bad_input_raises_and_leaves_state_unchanged(x, y, exc, word):
+    bad_x = y is True
+    model = DOBEClassifier(Linear(), var_rw=1e-3)
+    for i in range(5):
+        model.learn_one({"a": float(i), "b": 1.0 - i}, i % 2 == 0)
+    before = pickle.dumps(model)
+    with pytest.raises(exc, match=word):
+        model.learn_one(x, y)
+    if bad_x:
+        with pytest.raises(exc, match=word):
+            model.predict_proba_one(x)
+    assert pickle.dumps(model) == before
+    # a bad first sample fixes neither a schema nor a label
+    fresh = DOBEClassifier()
+    with pytest.raises(exc, match=word):
+        fresh.learn_one(x, y)
+    assert fresh._schema is None and fresh.classes_ == ()
+
+
+def test_invalid_parameters():
+    with pytest.raises(ValueError, match="var_theta"):
+        DOBEClassifier(var_theta=0.0)
+    with pytest.raises(ValueError, match="var_rw"):
+        DOBEClassifier(var_rw=-1.0)
+    with pytest.raises(ValueError, match="weight_floor"):
+        DOEBEClassifier([DOBEClassifier()], weight_floor=1.0)
+    with pytest.raises(ValueError, match="delta"):
+        EDOEBEClassifier([DOBEClassifier()], delta=0.7, rw_variances=(1e-3, 1e-2))
+    with pytest.raises(TypeError, match="DOBEClassifier"):
+        DOEBEClassifier([Linear()]).learn_one({"a": 1.0}, True)
+    with pytest.raises(ValueError, match="row-stochastic"):
+        SDOEBEClassifier([DOBEClassifier(), DOBEClassifier()], transition=[[0.5, 0.6], [0, 1]])
+
+
+# ----------------------------------------------------------------------------- ensembles
+def _members():
+    return [
+        DOBEClassifier(Linear(), var_theta=1.0),
+        DOBEClassifier(Linear(), var_theta=10.0, var_rw=1e-2),
+        DOBEClassifier(Linear(bias=False), var_theta=0.3),
+        DOBEClassifier(RandomFourierFeatures(6, lengthscale=2.0, seed=4), var_theta=5.0),
+    ]
+
+
+def test_sdoebe_with_identity_equals_doebe():
+    X, y = _logistic_stream(n=300, seed=8)
+    a = DOEBEClassifier(_members())
+    b = SDOEBEClassifier(_members(), transition=np.eye(4))
+    for x, t in zip(_dicts(X), y, strict=True):
+        assert a.predict_proba_one(x) == b.predict_proba_one(x)
+        a.learn_one(x, t)
+        b.learn_one(x, t)
+    np.testing.assert_array_equal(a.weights, b.weights)
+
+
+def test_bma_weights_are_normalised_products_of_member_predictives():
+    X, y = _logistic_stream(n=300, seed=9)
+    static = [m for m in _members() if m.var_rw == 0]
+    ens = DOEBEClassifier(copy.deepcopy(static), weight_floor=0.0)
+    alone = copy.deepcopy(static)
+    log_evidence = np.zeros(len(alone))
+    for x, t in zip(_dicts(X), y, strict=True):
+        for k, m in enumerate(alone):
+            log_evidence[k] += math.log(m.predict_proba_one(x)[bool(t)])
+            m.learn_one(x, t)
+        ens.learn_one(x, t)
+    expected = log_evidence - logsumexp(log_evidence)
+    np.testing.assert_allclose(np.log(ens.weights), expected, rtol=1e-9, atol=1e-9)
+    assert ens.log_evidence_ == pytest.approx(
+        logsumexp(log_evidence) - math.log(len(alone)), rel=1e-10
+    )
+    # the members run alone are the ensemble's members
+    x = _dicts(X[:1])[0]
+    probas, _ = ens.member_predictions(x)
+    for got, m in zip(probas, alone, strict=True):
+        assert got[True] == pytest.approx(m.predict_proba_one(x)[True], rel=1e-12)
+
+
+def test_switching_prediction_mixes_the_switched_weights():
+    X, y = _logistic_stream(n=200, seed=10)
+    Q = edoebe_transition(2, 2, 0.05)
+    ens = SDOEBEClassifier(_members(), transition=Q, weight_floor=0.0)
+    alone = _members()
+    for x, t in zip(_dicts(X), y, strict=True):
+        w = ens.weights @ Q
+        p = np.array([m.predict_proba_one(x)[True] for m in alone])
+        got = ens.predict_proba_one(x)
+        assert got[True] == pytest.approx(w @ p, rel=1e-10)
+        expected_log_w = np.log(w) + (np.log(p) if t else np.log1p(-p))
+        ens.learn_one(x, t)
+        np.testing.assert_allclose(
+            np.log(ens.weights), expected_log_w - logsumexp(expected_log_w), atol=1e-9
+        )
+        for m in alone:
+            m.learn_one(x, t)
+
+
+def test_dropped_members_are_not_updated():
+    X, y = _logistic_stream(n=400, seed=11, scale=5.0)
+    ens = DOEBEClassifier(
+        [
+            DOBEClassifier(Linear(), var_theta=10.0),
+            DOBEClassifier(Linear(bias=False), var_theta=1e-6),
+        ]
+    )
+    xs = _dicts(X)
+    for x, t in zip(xs, y, strict=True):
+        ens.learn_one(x, t)
+    assert ens.weights[1] == 0.0
+    frozen = ens._engine.Sigma[1].copy(), ens._engine.mu[1].copy()
+    for x, t in zip(xs[:20], y[:20], strict=True):
+        ens.learn_one(x, t)
+    np.testing.assert_array_equal(ens._engine.Sigma[1], frozen[0])
+    np.testing.assert_array_equal(ens._engine.mu[1], frozen[1])
+    probas, w = ens.member_predictions(xs[0])
+    assert math.isnan(probas[1][True]) and w[1] == 0.0
+
+
+def test_edoebe_builds_twins_and_requires_models_for_now():
+    ens = EDOEBEClassifier(
+        [DOBEClassifier(Linear()), DOBEClassifier(Linear(bias=False))],
+        rw_variances=(1e-2, 1e-4),
+        delta=0.05,
+    )
+    np.testing.assert_allclose(ens.weights, np.full(6, 1 / 6))
+    ens.learn_one({"a": 1.0}, "yes")
+    kinds = [(m.basis.bias, m.var_rw) for m in ens.members]
+    assert kinds == [
+        (True, 1e-2),
+        (False, 1e-2),
+        (True, 1e-4),
+        (False, 1e-4),
+        (True, 0.0),
+        (False, 0.0),
+    ]
+    assert ens.members[0].basis is not ens.members[4].basis
+    lazy = EDOEBEClassifier()
+    for call in (
+        lambda: lazy.learn_one({"a": 1.0}, True),
+        lambda: lazy.predict_one({"a": 1.0}),
+        lambda: lazy.weights,
+    ):
+        with pytest.raises(ValueError, match="warm-up"):
+            call()
+    assert lazy._schema is None and lazy.classes_ == ()
+
+
+def test_every_basis_family_in_one_ensemble():
+    """Mixed families (different F, an RBF network placing its centres online) in one stack."""
+    from river_doebe.basis import AdditivePolynomial, HilbertGP, RBFNetwork
+
+    ens = EDOEBEClassifier(
+        [
+            DOBEClassifier(Linear()),
+            DOBEClassifier(RandomFourierFeatures(20, lengthscale=3.0, seed=0), var_theta=10.0),
+            DOBEClassifier(HilbertGP(), var_theta=10.0),
+            DOBEClassifier(RBFNetwork(), var_theta=10.0),
+            DOBEClassifier(AdditivePolynomial(), var_theta=10.0),
+        ]
+    )
+    model = preprocessing.StandardScaler() | ens
+    score = evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
+    assert score.get() > 0.85
+    assert len(set(ens._engine.F.tolist())) >= 3
+    assert ens.weights.sum() == pytest.approx(1.0)
+    for k in range(ens._engine.M):
+        f = int(ens._engine.F[k])
+        S = ens._engine.Sigma[k, :f, :f]
+        np.testing.assert_array_equal(S, S.T)
+        assert np.linalg.eigvalsh(S).min() > 0
+
+
+# ----------------------------------------------------------------------------- river
+def test_learn_many_and_predict_many_match_one_by_one():
+    pd = pytest.importorskip("pandas")
+    X, y = _logistic_stream(n=150, d=3, seed=12)
+    labels = np.where(y, "spam", "ham")
+    labels[0] = "spam"  # the second label ("ham") flips the first label's code mid-batch
+    frame = pd.DataFrame(X, columns=["x0", "x1", "x2"])
+    make = lambda: SDOEBEClassifier(  # noqa: E731
+        [DOBEClassifier(var_rw=1e-2), DOBEClassifier(RandomFourierFeatures(5, seed=1))],
+        transition=[[0.9, 0.1], [0.1, 0.9]],
+    )
+    a, b = make(), make()
+    a.learn_many(frame.iloc[:60], pd.Series(labels[:60]))
+    a.learn_many(frame.iloc[60:100], pd.Series(labels[60:100]))
+    for x, t in zip(_dicts(X[:100]), labels[:100], strict=True):
+        b.learn_one(x, t)
+    np.testing.assert_allclose(a.weights, b.weights, rtol=1e-10)
+    proba = a.predict_proba_many(frame.iloc[100:])
+    assert list(proba.columns) == ["ham", "spam"]
+    one = [b.predict_proba_one(x) for x in _dicts(X[100:])]
+    np.testing.assert_allclose(proba["spam"].to_numpy(), [p["spam"] for p in one], rtol=1e-10)
+    assert a.predict_many(frame.iloc[100:]).tolist() == [b.predict_one(x) for x in _dicts(X[100:])]
+    with pytest.raises(ValueError, match="third label"):
+        a.learn_many(frame.iloc[:3], pd.Series(["ham", "spam", "eggs"]))
+    with pytest.raises(ValueError, match="rows"):
+        a.learn_many(frame.iloc[:3], pd.Series(["ham"]))
+
+
+def test_pickle_clone_and_pipeline():
+    model = preprocessing.StandardScaler() | EDOEBEClassifier(
+        [DOBEClassifier(), DOBEClassifier(RandomFourierFeatures(10, seed=2), var_theta=5.0)]
+    )
+    data = list(datasets.Phishing().take(400))
+    for x, t in data[:300]:
+        model.predict_proba_one(x)
+        model.learn_one(x, t)
+    restored = pickle.loads(pickle.dumps(model))
+    for x, t in data[300:]:
+        assert restored.predict_proba_one(x) == model.predict_proba_one(x)
+        restored.learn_one(x, t)
+        model.learn_one(x, t)
+    fresh = model.clone()
+    assert isinstance(fresh, compose.Pipeline)
+    assert fresh["EDOEBEClassifier"].n_samples_seen == 0
+    score = evaluate.progressive_val_score(datasets.Phishing(), fresh, metrics.Accuracy())
+    assert score.get() > 0.85
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
+def test_check_estimator(cls):
+    for params in cls._unit_test_params():
+        checks.check_estimator(cls(**params))

@@ -1,0 +1,194 @@
+"""The drop-in E-DOEBE: warm-up, frozen standardisation, fitted members, degenerate windows."""
+
+from __future__ import annotations
+
+import math
+import os
+import pickle
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from river import evaluate, metrics
+
+from river_doebe import EDOEBE
+from river_doebe.basis import HilbertGP, RandomFourierFeatures
+from river_doebe.datasets import Friedman1
+
+
+def _small(**kw):
+    params = dict(
+        families=[RandomFourierFeatures(10, seed=1), HilbertGP(20)],
+        n_warmup=150,
+        n_samples=2,
+        starts=(1.0,),
+        seed=3,
+    )
+    params.update(kw)
+    return EDOEBE(**params)
+
+
+def _dicts(X):
+    return [{f"x{j}": float(v) for j, v in enumerate(row)} for row in X]
+
+
+def test_predicts_with_a_distribution_from_the_first_sample_and_warms_up():
+    data = list(Friedman1(n_samples=400, n_features=5))
+    model = _small()
+    dist = model.predict_one(data[0][0], with_dist=True)
+    assert math.isfinite(dist.mu) and dist.sigma > 0
+    for i, (x, y) in enumerate(data):
+        d = model.predict_one(x, with_dist=True)
+        assert math.isfinite(d.mu) and d.sigma > 0
+        model.learn_one(x, y)
+        assert model.is_warm == (i + 1 >= 150)
+    assert model.n_samples_seen == 400
+    members = model.describe()
+    # 2 families x 1 start x 2 samples = 4 static members, each with a dynamic twin
+    assert len(members) == 8
+    assert [m["dynamic"] for m in members] == [True] * 4 + [False] * 4
+    assert {m["family"] for m in members} == {"RandomFourierFeatures", "HilbertGP"}
+    assert sum(m["weight"] for m in members) == pytest.approx(1.0)
+    assert all(m["var_eps"] > 0 and m["var_theta"] > 0 for m in members)
+    assert any(k.startswith("log_lengthscale") for k in members[0]["hyper"])
+
+
+def test_predictions_come_back_in_the_units_of_the_target():
+    X, y = Friedman1(n_samples=300, n_features=5).arrays()
+    a, b = _small(), _small()
+    for x, t in zip(_dicts(X), y):
+        a.learn_one(x, t)
+        b.learn_one(x, 1000.0 * t - 5e4)
+    x = _dicts(X[:1])[0]
+    da, db = a.predict_one(x, with_dist=True), b.predict_one(x, with_dist=True)
+    assert db.mu == pytest.approx(1000.0 * da.mu - 5e4, rel=1e-6)
+    assert db.sigma == pytest.approx(1000.0 * da.sigma, rel=1e-6)
+    assert b.log_density_one(x, 1000.0 * 14.0 - 5e4) == pytest.approx(
+        a.log_density_one(x, 14.0) - math.log(1000.0), rel=1e-6
+    )
+
+
+def test_from_batch_equals_streaming_warm_up_and_is_seeded():
+    X, y = Friedman1(n_samples=250, n_features=5).arrays()
+    streamed = _small()
+    for x, t in zip(_dicts(X[:150]), y[:150]):
+        streamed.learn_one(x, t)
+    batch = EDOEBE.from_batch(
+        X[:150], y[:150], families=[RandomFourierFeatures(10, seed=1), HilbertGP(20)],
+        n_samples=2, starts=(1.0,), seed=3,
+    )
+    again = _small()
+    for x, t in zip(_dicts(X[:150]), y[:150]):
+        again.learn_one(x, t)
+    for x in _dicts(X[150:]):
+        assert batch.predict_one(x) == pytest.approx(streamed.predict_one(x), rel=1e-12)
+        assert again.predict_one(x) == streamed.predict_one(x)
+
+
+def test_pickling_a_warm_model_round_trips_its_predictions_exactly():
+    X, y = Friedman1(n_samples=300, n_features=5).arrays()
+    model = _small()
+    for x, t in zip(_dicts(X[:200]), y[:200]):
+        model.learn_one(x, t)
+    restored = pickle.loads(pickle.dumps(model))
+    for x, t in zip(_dicts(X[200:]), y[200:]):
+        assert restored.predict_one(x, with_dist=True).sigma == model.predict_one(
+            x, with_dist=True
+        ).sigma
+        assert restored.predict_one(x) == model.predict_one(x)
+        restored.learn_one(x, t)
+        model.learn_one(x, t)
+
+
+def _finite_stream(model, X, y):
+    preds = []
+    for x, t in zip(_dicts(X), y):
+        d = model.predict_one(x, with_dist=True)
+        preds.append((d.mu, d.sigma))
+        model.learn_one(x, t)
+    preds = np.array(preds)
+    assert np.isfinite(preds).all()
+    assert (preds[:, 1] > 0).all()
+    return preds
+
+
+def test_constant_feature_is_dropped_with_a_warning_and_later_values_are_harmless():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    X[:150, 2] = 7.0  # constant during warm-up, varies (wildly) later
+    X[150:, 2] = rng.normal(scale=1e6, size=250)
+    y = np.sin(X[:, 0]) + X[:, 1] + 0.1 * rng.normal(size=400)
+    model = _small()
+    with pytest.warns(RuntimeWarning, match="constant over the warm-up"):
+        preds = _finite_stream(model, X, y)
+    resid = preds[200:, 0] - y[200:]
+    assert np.mean(resid**2) < 0.2 * np.var(y[200:])
+
+
+def test_constant_target_and_short_window_give_working_models():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(200, 3))
+    with pytest.warns(RuntimeWarning, match="target is constant"):
+        preds = _finite_stream(_small(), X, np.full(200, 3.0))
+    assert np.allclose(preds[150:, 0], 3.0, atol=1e-3)
+    # fewer warm-up samples than inputs
+    Xw = rng.normal(size=(60, 12))
+    yw = Xw[:, 0] + 0.1 * rng.normal(size=60)
+    with pytest.warns(RuntimeWarning, match="samples for 12 inputs"):
+        _finite_stream(_small(n_warmup=8), Xw, yw)
+
+
+def test_stream_shorter_than_the_window():
+    X, y = Friedman1(n_samples=120, n_features=5).arrays()
+    model = _small(n_warmup=1000)
+    _finite_stream(model, X[:100], y[:100])
+    assert not model.is_warm
+    with pytest.warns(RuntimeWarning, match="ended early on 100"):
+        model.finish_warmup()
+    assert model.is_warm
+    _finite_stream(model, X[100:], y[100:])
+
+
+def test_failed_family_is_reported_and_skipped():
+    X, y = Friedman1(n_samples=200, n_features=5).arrays()
+    # a HilbertGP with fewer features than inputs cannot be built: that family is skipped
+    model = _small(families=[RandomFourierFeatures(10, seed=1), HilbertGP(3)])
+    with pytest.warns(RuntimeWarning, match="HilbertGP"):
+        _finite_stream(model, X, y)
+    assert {m["family"] for m in model.describe()} == {"RandomFourierFeatures"}
+
+
+def test_accuracy_on_friedman1_beats_its_fallback():
+    data = Friedman1(n_samples=2500)
+    model = EDOEBE(n_warmup=500, n_samples=2, starts=(1.0,), seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        r2 = evaluate.progressive_val_score(data, model, metrics.R2())
+    assert r2.get() > 0.85
+
+
+def _data_dir():
+    env = os.environ.get("RIVER_DOEBE_DATA")
+    here = Path(__file__).resolve().parents[2] / "shared" / "data"
+    for d in (env, here):
+        if d and (Path(d) / "elevators.npz").exists():
+            return Path(d)
+    pytest.skip("elevators.npz not found (set RIVER_DOEBE_DATA)")
+
+
+@pytest.mark.slow
+def test_elevators_values_outside_the_warm_up_range_stay_sensible():
+    from river_doebe.datasets import Elevators
+
+    X, y = Elevators(directory=_data_dir()).arrays()
+    const = [j for j in range(X.shape[1]) if np.unique(X[:1000, j]).size == 1]
+    assert const and X[1000:, const].std() > 0  # the trap the issue describes
+    X, y = X[:4000], y[:4000]
+    model = EDOEBE(n_warmup=1000, n_samples=2, starts=(1.0,), seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        preds = _finite_stream(model, X, y)
+    resid = preds[1000:, 0] - y[1000:]
+    assert np.mean(resid**2) / np.var(y[1000:]) < 0.5
+    assert np.max(np.abs(preds[1000:, 0])) < 10 * np.max(np.abs(y))
