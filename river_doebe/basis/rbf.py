@@ -20,7 +20,6 @@ from river_doebe.basis.base import (
 __all__ = ["RBFNetwork"]
 
 #: rows per block in the vectorised featurisation, to bound the (rows, C, D) temporary
-_BLOCK_ELEMENTS = 1 << 22
 
 
 @numba.njit(cache=True)
@@ -226,11 +225,17 @@ class RBFNetwork(Basis):
         C = int(self.n_centres)
         m = self._n_set
         Phi = np.zeros((n, C))
-        block = max(1, _BLOCK_ELEMENTS // max(1, m * D))
-        for i in range(0, n, block):
-            U = (Z[i : i + block, None, :] - self._centres[None, :m, :]) * self._inv_ls
-            Phi[i : i + block, :m] = np.exp(-0.5 * np.sum(U * U, axis=2))
+        if m:
+            Phi[:, :m] = np.exp(-0.5 * self._sq_dist(Z, self._centres[:m]))
         return Phi
+
+    def _sq_dist(self, Z, c):
+        """Squared scaled distances ``sum_d ((z_d - c_d) / l_d)^2``, shape (n, m), by matmul."""
+        Zs = Z * self._inv_ls
+        Cs = c * self._inv_ls
+        sq = np.einsum("nd,nd->n", Zs, Zs)[:, None] + np.einsum("cd,cd->c", Cs, Cs)[None, :]
+        sq -= 2.0 * (Zs @ Cs.T)
+        return np.maximum(sq, 0.0, out=sq)
 
     def feature_names(self):
         return [f"rbf_{c}" for c in range(int(self.n_centres))]
@@ -281,15 +286,15 @@ class RBFNetwork(Basis):
         inv2 = self._inv_ls**2
         g_log_ls = np.zeros(D)
         g_centres = np.zeros_like(self._centres)
-        block = max(1, _BLOCK_ELEMENTS // max(1, m * D))
-        for i in range(0, n, block):
-            U = Z[i : i + block, None, :] - c[None, :, :]  # (b, m, D)
-            B = G[i : i + block, :m] * np.exp(-0.5 * np.sum((U * self._inv_ls) ** 2, axis=2))
-            # dPhi/dlog l_d = Phi (z_d - c_d)^2 / l_d^2 and dPhi/dc_d = Phi (z_d - c_d) / l_d^2
-            g_log_ls += np.einsum("nc,ncd->d", B, U * U)
-            g_centres[:m] += np.einsum("nc,ncd->cd", B, U)
-        g_log_ls *= inv2
-        g_centres *= inv2
+        if m:
+            # W = G * Phi; dPhi/dc_d = Phi (z_d - c_d) / l_d^2 and
+            # dPhi/dlog l_d = Phi (z_d - c_d)^2 / l_d^2, summed by matrix products
+            W = G[:, :m] * np.exp(-0.5 * self._sq_dist(Z, c))
+            r = W.sum(axis=1)  # per sample
+            q = W.sum(axis=0)  # per centre
+            WZ = W.T @ Z  # (m, D)
+            g_centres[:m] = (WZ - q[:, None] * c) * inv2
+            g_log_ls = (r @ (Z * Z) - 2.0 * np.einsum("cd,cd->d", WZ, c) + q @ (c * c)) * inv2
         if not self._ard:
             g_log_ls = np.array([g_log_ls.sum()])
         return np.concatenate([g_log_ls, g_centres.ravel()])
