@@ -104,6 +104,21 @@ def default_families(n_inputs: int, seed: int | None = None) -> list:
     ]
 
 
+#: optimiser diagnostics that are routine in a warm-up (a start at its iteration limit, a mode on
+#: a bound whose Hessian is repaired): shown with ``verbose``, not raised as warnings
+_ROUTINE = ("did not converge", "did not move", "not positive definite")
+
+
+def _relay(caught, family: str, verbose: bool) -> None:
+    for w in caught:
+        text = str(w.message)
+        if any(r in text for r in _ROUTINE):
+            if verbose:
+                print(f"[river-doebe] warm-up: {family}: {text}", flush=True)
+        else:
+            warnings.warn(f"{family}: {text}", w.category, stacklevel=3)
+
+
 @dataclass
 class FittedMember:
     """A member found by the warm-up, before the random-walk twins are made."""
@@ -141,10 +156,13 @@ def fit_members(
         name = type(family).__name__
         t0 = time.perf_counter()
         try:
-            specs = evidence.build_members(
-                copy.deepcopy(family), Z, y, n_samples=n_samples, starts=starts, seed=fam_seed,
-                maxiter=maxiter,
-            )
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                specs = evidence.build_members(
+                    copy.deepcopy(family), Z, y, n_samples=n_samples, starts=starts,
+                    seed=fam_seed, maxiter=maxiter,
+                )
+            _relay(caught, name, verbose)
         except (RuntimeError, np.linalg.LinAlgError, ValueError) as exc:
             warnings.warn(f"warm-up of {name} failed and is skipped: {exc}", RuntimeWarning,
                           stacklevel=2)
