@@ -110,10 +110,15 @@ class Engine:
         self.F = np.array([m.basis.n_outputs for m in self.members], dtype=np.int64)
         Fmax = int(self.F.max())
         self.mu = np.zeros((M, Fmax))
-        self.Sigma = np.zeros((M, Fmax, Fmax))
+        self._Sigma = np.zeros((M, Fmax, Fmax))
         for k in range(M):
             idx = np.arange(self.F[k])
-            self.Sigma[k, idx, idx] = self.var_theta[k]
+            self._Sigma[k, idx, idx] = self.var_theta[k]
+        # the covariance update owed since the last learn (see filtering.predict_stack)
+        self.Vp = np.zeros((M, Fmax))
+        self.inv_sp = np.zeros(M)
+        self.pend = np.zeros(M, dtype=np.bool_)
+        self._pending = False
         self.log_w = np.full(M, -math.log(M))
         self.log_prior = self.log_w.copy()
         self.Phi = np.zeros((M, Fmax))
@@ -162,18 +167,34 @@ class Engine:
 
     # the likelihood-specific steps: a subclass (classification) overrides these two
     def _predict_members(self) -> None:
-        """Predict step of every live member for the features in ``self.Phi``."""
+        """Predict step of every live member for the features in ``self.Phi`` (and the owed
+        covariance updates of every member)."""
         filtering.predict_stack(
-            self.Phi, self.F, self.mu, self.Sigma, self.var_rw, self.var_eps, self.active,
-            self.V, self.mean, self.var,
+            self.Phi, self.F, self.mu, self._Sigma, self.var_rw, self.var_eps, self.active,
+            self.V, self.mean, self.var, self.Vp, self.inv_sp, self.pend,
         )
+        self._pending = False
 
     def _update_members(self, y) -> None:
-        """Fold the target into every live member; writes the log-likelihoods ``self.loglik``."""
-        filtering.update_stack(
-            self.F, self.mu, self.Sigma, self.var_rw, self.V, self.mean, self.var, y,
-            self.active, self.loglik,
+        """Fold the target into every live member; writes the log-likelihoods ``self.loglik``.
+
+        The means are updated now; the covariance update is owed to the next predict step.
+        """
+        filtering.update_means(
+            self.F, self.mu, self.V, self.mean, self.var, y, self.active, self.loglik,
+            self.inv_sp, self.pend,
         )
+        self.V, self.Vp = self.Vp, self.V
+        self._pending = True
+
+    @property
+    def Sigma(self) -> np.ndarray:
+        """The members' covariances ``(M, F_max, F_max)``, with every owed update applied."""
+        if self._pending:
+            filtering.flush_stack(self.F, self._Sigma, self.var_rw, self.Vp, self.inv_sp,
+                                  self.pend)
+            self._pending = False
+        return self._Sigma
 
     def predict(self, z: np.ndarray) -> tuple[float, float]:
         """Moment-matched predictive mean and variance of the (weighted) stack."""
@@ -232,6 +253,8 @@ class Engine:
         return np.exp(self.log_w)
 
     def __getstate__(self):
+        if getattr(self, "_pending", False):
+            self.Sigma  # noqa: B018 - apply the owed covariance updates before saving
         state = self.__dict__.copy()
         if "groups" in state:
             # Numba dispatchers pickle by reference to their module function; keep it explicit

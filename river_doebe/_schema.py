@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 
 import numpy as np
 
@@ -31,11 +32,10 @@ def _sort_key(name):
 class Schema:
     """An ordered, frozen list of feature names, and the dict -> array conversion."""
 
-    __slots__ = ("names", "index")
+    __slots__ = ("names", "index", "_get")
 
     def __init__(self, names):
-        self.names = tuple(sorted(names, key=_sort_key))
-        self.index = {name: i for i, name in enumerate(self.names)}
+        self.__setstate__(tuple(sorted(names, key=_sort_key)))
 
     @classmethod
     def from_sample(cls, x: dict) -> Schema:
@@ -54,16 +54,20 @@ class Schema:
     def __setstate__(self, names):
         self.names = names
         self.index = {name: i for i, name in enumerate(names)}
+        # all features present (the usual case): one C-level lookup of every value
+        getter = operator.itemgetter(*names)
+        self._get = getter if len(names) > 1 else (lambda x: (getter(x),))
 
     def to_array(self, x: dict) -> np.ndarray:
         """Return the sample as a float64 array in schema order, validating every value used."""
         if not isinstance(x, dict):
             raise TypeError(f"expected a dict of features, got {type(x).__name__}")
-        vals = [x.get(name, 0.0) for name in self.names]
-        for v in vals:
-            if type(v) not in _FAST_TYPES:
-                _check_values(self.names, vals)
-                break
+        try:
+            vals = self._get(x)
+        except KeyError:
+            vals = [x.get(name, 0.0) for name in self.names]
+        if not _FAST_TYPES.issuperset(map(type, vals)):
+            _check_values(self.names, vals)
         total = sum(vals)
         if total - total != 0:  # NaN or infinity somewhere (or an overflowing sum): look closer
             for name, v in zip(self.names, vals):

@@ -11,6 +11,11 @@ walk of variance ``var_rw`` on the weights):
 - update with ``y``: ``mu += v (y - mean) / var``; ``Sigma += var_rw I - v v' / var``
 - its loss is ``-log N(y; mean, var)``.
 
+The covariance update is deferred: :func:`update_means` records it and the next
+:func:`predict_stack` applies it in the same sweep over ``Sigma`` that computes ``Sigma phi``
+(:func:`flush_stack` applies it when ``Sigma`` is read in between). The arithmetic is the same, in
+the same order, as updating at once.
+
 ``Sigma`` is kept exactly symmetric: entry ``(i, j)`` and ``(j, i)`` receive the same floating
 point update because ``v[i] * v[j] == v[j] * v[i]``.
 
@@ -28,7 +33,8 @@ import numpy as np
 
 __all__ = [
     "predict_stack",
-    "update_stack",
+    "update_means",
+    "flush_stack",
     "switch_log_weights",
     "bma_log_weights",
     "mixture_moments",
@@ -40,29 +46,52 @@ LOG_2PI = math.log(2.0 * math.pi)
 
 
 @numba.njit(cache=True, fastmath=False)
-def predict_stack(Phi, F, mu, Sigma, var_rw, var_eps, active, V, mean, var):
+def predict_stack(Phi, F, mu, Sigma, var_rw, var_eps, active, V, mean, var, Vp, inv_sp, pend):
     """Predictive moments of every active member; ``V[m] = (Sigma_m + var_rw I) phi_m``.
 
-    ``Sigma phi`` is accumulated as a sum of rows scaled by ``phi`` (``Sigma`` is symmetric), so
-    the inner loop is a contiguous axpy that the compiler vectorises without reassociating sums.
+    A member with ``pend[m]`` still owes ``Sigma`` its last covariance update
+    ``Sigma += var_rw I - Vp Vp' inv_sp`` (see :func:`update_means`). It is applied here, row by
+    row, in the same pass that reads the row for ``Sigma phi``: one sweep over the covariance
+    per step instead of two. ``Sigma phi`` is accumulated as a sum of rows scaled by ``phi``
+    (``Sigma`` is symmetric), a contiguous axpy that vectorises without reassociating sums.
     """
     M = Phi.shape[0]
     for m in range(M):
-        if not active[m]:
-            continue
         f = F[m]
         rw = var_rw[m]
+        owes = pend[m]
+        if owes:
+            pend[m] = False
+            vp = Vp[m]
+            c = inv_sp[m]
+        if not active[m]:
+            if owes:
+                for j in range(f):
+                    row = Sigma[m, j]
+                    vj = vp[j]
+                    for i in range(f):
+                        row[i] -= (vj * vp[i]) * c
+                    row[j] += rw
+            continue
         v = V[m]
         phi = Phi[m]
         for i in range(f):
             v[i] = rw * phi[i]
         for j in range(f):
-            pj = phi[j]
-            if pj == 0.0:
-                continue
             row = Sigma[m, j]
-            for i in range(f):
-                v[i] += row[i] * pj
+            pj = phi[j]
+            if owes:
+                # one pass: update the row and add it, scaled, to Sigma phi
+                vj = vp[j]
+                for i in range(f):
+                    r = row[i] - (vj * vp[i]) * c
+                    row[i] = r
+                    v[i] += r * pj
+                row[j] += rw
+                v[j] += rw * pj
+            elif pj != 0.0:
+                for i in range(f):
+                    v[i] += row[i] * pj
         s = 0.0
         q = 0.0
         for i in range(f):
@@ -73,8 +102,9 @@ def predict_stack(Phi, F, mu, Sigma, var_rw, var_eps, active, V, mean, var):
 
 
 @numba.njit(cache=True, fastmath=False)
-def update_stack(F, mu, Sigma, var_rw, V, mean, var, y, active, loglik):
-    """Fold ``y`` into every active member, given its predict step; write log-likelihoods.
+def update_means(F, mu, V, mean, var, y, active, loglik, inv_sp, pend):
+    """Fold ``y`` into the mean of every active member and write its log-likelihood; record the
+    covariance update it owes (``pend``, ``inv_sp``; the caller keeps ``V`` as ``Vp``).
 
     Inactive members are left as they are and get ``loglik = -inf``.
     """
@@ -88,16 +118,29 @@ def update_stack(F, mu, Sigma, var_rw, V, mean, var, y, active, loglik):
         r = y - mean[m]
         loglik[m] = -0.5 * (LOG_2PI + math.log(s) + r * r / s)
         g = r / s
-        inv_s = 1.0 / s
-        rw = var_rw[m]
         for i in range(f):
             mu[m, i] += V[m, i] * g
-        for i in range(f):
-            vi = V[m, i]
-            row = Sigma[m, i]
-            for j in range(f):
-                row[j] -= (vi * V[m, j]) * inv_s
-            row[i] += rw
+        inv_sp[m] = 1.0 / s
+        pend[m] = True
+
+
+@numba.njit(cache=True, fastmath=False)
+def flush_stack(F, Sigma, var_rw, Vp, inv_sp, pend):
+    """Apply every owed covariance update ``Sigma += var_rw I - Vp Vp' inv_sp``."""
+    M = Sigma.shape[0]
+    for m in range(M):
+        if not pend[m]:
+            continue
+        pend[m] = False
+        f = F[m]
+        c = inv_sp[m]
+        rw = var_rw[m]
+        for j in range(f):
+            row = Sigma[m, j]
+            vj = Vp[m, j]
+            for i in range(f):
+                row[i] -= (vj * Vp[m, i]) * c
+            row[j] += rw
 
 
 @numba.njit(cache=True)
