@@ -246,6 +246,12 @@ class Engine:
                 still.append((gi, k))
         self._observers = still
 
+    def reset_weights(self) -> None:
+        """Back to uniform weights (and an empty log evidence); the members' states are kept."""
+        self.log_w[:] = -math.log(self.M)
+        self.log_evidence = 0.0
+        self._cache_z = None
+
     # ------------------------------------------------------------------ views
     @property
     def weights(self) -> np.ndarray:

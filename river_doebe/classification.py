@@ -23,6 +23,7 @@ import copy
 import dataclasses
 import math
 import numbers
+import warnings
 
 import numpy as np
 from river import base
@@ -576,43 +577,164 @@ class SDOEBEClassifier(_ClassifierEnsemble):
         }
 
 
-_NO_WARMUP = (
-    "EDOEBEClassifier needs its members for now: pass models=[DOBEClassifier(...), ...]. The "
-    "drop-in version that chooses its members from a warm-up on the first samples (models=None) "
-    "is not available for classification yet."
-)
+class _WarmupFallback:
+    """What :class:`EDOEBEClassifier` predicts with during its warm-up, and the window it keeps.
+
+    A Bayesian logistic regression with a bias (a one-member :class:`LogisticEngine` on
+    :class:`river_doebe.basis.Linear`, prior variance 1, static), Laplace-filtered like
+    :class:`DOBEClassifier`, on inputs standardised with the running mean and standard deviation
+    of the samples *before* the current one (an input that has been constant so far is only
+    centred), clipped to ``+-1e3``. The prediction for a sample and the update with its label
+    therefore see the same standardised input. The window keeps the raw inputs and the label
+    codes.
+    """
+
+    def __init__(self, n_inputs: int):
+        self.n = 0
+        self._X: list[np.ndarray] = []
+        self._codes: list[int] = []
+        self._mean = np.zeros(n_inputs)
+        self._m2 = np.zeros(n_inputs)
+        self.engine = LogisticEngine([MemberSpec(Linear(), 1.0, 0.0, 0.0)])
+        self.engine.setup(n_inputs)
+
+    def _z(self, x: np.ndarray) -> np.ndarray:
+        z = x - self._mean
+        if self.n >= 2:
+            std = np.sqrt(self._m2 / self.n)
+            z /= np.where(std > 1e-12 * np.maximum(1.0, np.abs(self._mean)), std, 1.0)
+        return np.clip(z, -1e3, 1e3, out=z)
+
+    def predict_proba(self, x: np.ndarray) -> tuple[float, float]:
+        return self.engine.predict_proba(self._z(x))
+
+    def learn(self, x: np.ndarray, code: int) -> None:
+        self.engine.learn(self._z(x), code)
+        self._X.append(x.copy())
+        self._codes.append(int(code))
+        self.n += 1
+        delta = x - self._mean
+        self._mean += delta / self.n
+        self._m2 += delta * (x - self._mean)
+
+    def flip(self) -> None:
+        """The codes 0 and 1 swap meaning (a second label arrived and sorts first)."""
+        self.engine.flip()
+        self._codes = [1 - c for c in self._codes]
+
+    @property
+    def log_evidence(self) -> float:
+        return float(self.engine.log_evidence)
+
+    def window(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.vstack(self._X), np.asarray(self._codes, dtype=np.int64)
+
+
+def _unfitted_members(Z: np.ndarray, families: list) -> list:
+    """One member per family with the template's own hyperparameters and ``var_theta = 1``,
+    fitted to the inputs only (boundaries, centres): the members of a one-class warm-up."""
+    from river_doebe.warmup import FittedMember
+
+    members = []
+    for template in families:
+        name = type(template).__name__
+        try:
+            basis = copy.deepcopy(template).fit(Z)
+        except (ValueError, RuntimeError, np.linalg.LinAlgError) as exc:
+            warnings.warn(f"{name} cannot be set up and is skipped: {exc}", RuntimeWarning,
+                          stacklevel=3)
+            continue
+        members.append(FittedMember(basis, 1.0, math.nan, name, 0, True))
+    if not members:
+        raise RuntimeError("no basis family could be set up on the warm-up window")
+    return members
 
 
 class EDOEBEClassifier(_ClassifierEnsemble):
-    """Ensemble of DOEBE classifiers (paper Sec. 4.2, App. A): static members, dynamic twins.
+    """Ensemble of DOEBE classifiers (paper Sec. 4.2, App. A): the drop-in classifier.
 
-    From ``M`` member specifications it builds ``(R + 1) M`` members: for each random-walk
-    variance in ``rw_variances`` a dynamic copy of every member, then the ``M`` static members.
-    The weights switch with the block matrix of :func:`river_doebe.ensemble.edoebe_transition`: a
-    member moves to one of its own twins with probability ``delta`` each step.
+    ``EDOEBEClassifier()`` needs no arguments. For its first ``n_warmup`` samples it predicts
+    with a simple fallback (Bayesian logistic regression on inputs standardised with running
+    statistics, see below) while it keeps the window. At ``n_warmup`` it
 
-    ``models`` is required for now. (The drop-in version for regression, which picks its members
-    by type-II maximum likelihood on a warm-up batch, will come to classification too; until then
-    ``models=None`` raises a ``ValueError`` at the first sample.)
+    1. freezes a standardisation of ``x`` (mean and standard deviation of the window; inputs
+       constant over the window are dropped with a warning; the labels are not transformed);
+    2. chooses the hyperparameters of every basis family by empirical Bayes on the window, with
+       the **Gaussian evidence of the labels coded as -1/+1**: length scales (and the other basis
+       hyperparameters) and ``var_theta`` are taken from the type-II maximum-likelihood fit of a
+       regression of those codes on the basis, from several starting length scales, plus
+       ``n_samples - 1`` draws per mode from its Laplace approximation (the same fit as the
+       regressor :class:`river_doebe.EDOEBE`; the fitted noise variance is not used, a Bernoulli
+       likelihood has none). The logistic evidence has no closed form, and the least-squares
+       fit to the +-1 codes is the usual cheap stand-in (it is the Gaussian-process
+       "label regression" criterion);
+    3. gives every member a dynamic twin for each random-walk variance, in a
+       :class:`LogisticEngine` with the E-DOEBE switching matrix, filters the window through
+       the members (``replay``) and streams on with frozen hyperparameters.
+
+    The weights switch with the block matrix of :func:`river_doebe.ensemble.edoebe_transition`:
+    a member moves to one of its own twins with probability ``delta`` each step.
+
+    The fallback of the warm-up is not part of the ensemble: it gives valid probabilities from
+    the first sample on (0.5 before any label) and its predictions count in
+    :attr:`log_evidence_`. If the window holds one class only, its labels say nothing about
+    length scales (the evidence of a constant target pushes them to their upper bound, which
+    would leave nearly constant members): the ensemble is then built, with a warning, from one
+    member per family with the template's own hyperparameters (fitted to the inputs only:
+    HSGP boundaries, RBF centres) and ``var_theta = 1``, and learns the boundary from the
+    stream once the other class appears.
+
+    With ``models`` given, the warm-up is skipped: those members (as :class:`DOBEClassifier`
+    learners, their ``var_rw`` replaced by the levels) and their twins are used as they are, on
+    inputs as given. For ``M`` members there are ``(R + 1) M`` of them: for each random-walk
+    variance a dynamic copy of every member, then the ``M`` static members.
+
+    Labels are any two hashable values, as for :class:`DOBEClassifier`.
 
     Parameters
     ----------
-    models
-        The member specifications, as :class:`DOBEClassifier` learners (their ``var_rw`` is
-        replaced by the levels below).
+    families
+        Basis templates, one per family (their length scales are fitted). ``None`` means the
+        paper's Experiment 3 set: additive HSGP (about 100 features), random Fourier features
+        (50 frequencies) and an RBF network (100 centres), all with ARD length scales.
+    n_warmup
+        Length of the warm-up window.
+    n_samples
+        Members per mode: the empirical Bayes estimate and ``n_samples - 1`` draws.
     rw_variances
         The random-walk variances of the dynamic twins.
     delta
         Switching probability between twins.
+    seed
+        Seed of the random parts (random features, centres, draws); same seed, same ensemble.
+    models
+        Explicit members, as :class:`DOBEClassifier` learners (skips the warm-up, see above).
     weight_floor
-        Posterior weights below it are zeroed before the next switching step.
+        Posterior weights below it are zeroed before the next switching step (paper: 1e-16).
+    starts
+        Starting length scales of the optimiser, as multiples of each input's warm-up range.
+    replay
+        Whether the warm-up window is filtered through the members after the fit.
+    verbose
+        Print the progress of the warm-up.
 
     Examples
     --------
 
-    >>> from river import datasets, evaluate, metrics, preprocessing
+    >>> from river import datasets, evaluate, metrics
+    >>> from river_doebe.classification import EDOEBEClassifier
+
+    >>> model = EDOEBEClassifier(n_warmup=300, n_samples=2, starts=(1.0,), seed=1)
+    >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
+    Accuracy: 91...%
+    >>> len(model.members), sorted({m["family"] for m in model.describe()})
+    (12, ['HilbertGP', 'RBFNetwork', 'RandomFourierFeatures'])
+
+    Explicit members, no warm-up (here behind river's own scaler):
+
+    >>> from river import preprocessing
     >>> from river_doebe.basis import Linear, RandomFourierFeatures
-    >>> from river_doebe.classification import DOBEClassifier, EDOEBEClassifier
+    >>> from river_doebe.classification import DOBEClassifier
 
     >>> ensemble = EDOEBEClassifier(
     ...     models=[
@@ -628,28 +750,65 @@ class EDOEBEClassifier(_ClassifierEnsemble):
     [('Linear', 0.001), ('RandomFourierFeatures', 0.001),
      ('Linear', 0.0), ('RandomFourierFeatures', 0.0)]
 
+    References
+    ----------
+    1. Waxman, D. and Djuric, P. M. (2024). Dynamic Online Ensembles of Basis Expansions.
+       Transactions on Machine Learning Research.
+    2. Rasmussen, C. E. and Williams, C. K. I. (2006). Gaussian Processes for Machine Learning,
+       Sec. 6.5 (least-squares classification). MIT Press.
+
     """
 
     def __init__(
         self,
-        models: list | None = None,
+        families: list | None = None,
+        n_warmup: int = 1000,
+        n_samples: int = 5,
         rw_variances: tuple = (1e-3,),
         delta: float = 1e-2,
+        seed: int | None = None,
+        models: list | None = None,
         weight_floor: float = 1e-16,
+        starts: tuple = (0.1, 1.0, 10.0),
+        replay: bool = True,
+        verbose: bool = False,
     ):
-        self.models = models
+        self.families = families
+        self.n_warmup = n_warmup
+        self.n_samples = n_samples
         self.rw_variances = rw_variances
         self.delta = delta
+        self.seed = seed
+        self.models = models
         self.weight_floor = weight_floor
+        self.starts = starts
+        self.replay = replay
+        self.verbose = verbose
+        if isinstance(families, list | tuple) and any(
+            isinstance(f, DOBEClassifier) for f in families
+        ):
+            raise TypeError(
+                "families are basis templates (e.g. RandomFourierFeatures(50)); explicit "
+                "members go in models=[DOBEClassifier(...), ...]"
+            )
         edoebe_transition(1, len(self._levels()), float(delta))
         LogisticEngine([MemberSpec(Linear(), 1.0, 0.0, 0.0)], None, float(weight_floor))
+        if isinstance(n_warmup, bool) or int(n_warmup) < 2 or int(n_warmup) != n_warmup:
+            raise ValueError(f"n_warmup must be an integer >= 2, got {n_warmup!r}")
+        if isinstance(n_samples, bool) or int(n_samples) < 1 or int(n_samples) != n_samples:
+            raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
+        self._std = None
+        self._warm = None
+        self._fitted: list = []
+        self._n_seen = 0
+        self._warm_log_evidence = 0.0
+        self._replay_log_evidence = 0.0
 
     _levels = EDOEBE._levels
     _transition = EDOEBE._transition
 
+    # ------------------------------------------------------------------ explicit members
     def _specs(self, n_inputs: int) -> list[MemberSpec]:
-        if self.models is None:
-            raise ValueError(_NO_WARMUP)
         base_specs = _classifier_specs(self.models, n_inputs)
         return [
             dataclasses.replace(s, basis=copy.deepcopy(s.basis), var_rw=level)
@@ -659,13 +818,219 @@ class EDOEBEClassifier(_ClassifierEnsemble):
 
     def _specs_preview(self):
         if self.models is None:
-            raise ValueError(_NO_WARMUP)
+            return [None]
         return [None] * (len(self.models) * len(self._levels()))
+
+    # ------------------------------------------------------------------ warm-up mode
+    def _on_schema(self, schema) -> None:
+        if self.models is not None:
+            return super()._on_schema(schema)
+        self._warm = _WarmupFallback(len(schema))
+
+    @property
+    def is_warm(self) -> bool:
+        """Whether the warm-up is over (always true with explicit ``models`` once the first
+        sample has been seen)."""
+        return self._engine is not None
+
+    @property
+    def n_samples_seen(self) -> int:
+        """How many samples the model has learnt from (warm-up included)."""
+        return self._n_seen
+
+    def _commit(self, state: _LabelState, flip: bool) -> None:
+        if flip:
+            (self._engine if self._engine is not None else self._warm).flip()
+        self._label_state = state
+
+    def _predict_proba_z(self, z: np.ndarray) -> tuple[float, float]:
+        if self._engine is None:
+            return self._warm.predict_proba(z)
+        if self._std is not None:
+            z = self._std.x(z)
+        return self._engine.predict_proba(z)
+
+    def _learn_z(self, z: np.ndarray, code: int) -> None:
+        self._n_seen += 1
+        if self._engine is None:
+            self._warm.learn(z, code)
+            if self._warm.n >= self.n_warmup:
+                self._finish_warmup()
+            return
+        if self._std is not None:
+            z = self._std.x(z)
+        self._engine.learn(z, code)
+
+    def finish_warmup(self) -> EDOEBEClassifier:
+        """End the warm-up now, on the samples seen so far (at least 2), instead of at
+        ``n_warmup``. Useful when a stream is shorter than the window."""
+        if self._engine is not None:
+            return self
+        if self._warm is None or self._warm.n < 2:
+            raise RuntimeError("the warm-up needs at least 2 samples")
+        warnings.warn(
+            f"warm-up ended early on {self._warm.n} samples instead of {self.n_warmup}",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        self._finish_warmup()
+        return self
+
+    def _finish_warmup(self) -> None:
+        import time
+
+        from threadpoolctl import threadpool_limits
+
+        from river_doebe.warmup import Standardizer, default_families, fit_members, twin_specs
+
+        t0 = time.perf_counter()
+        X, codes = self._warm.window()
+        names = self._schema.names if self._schema is not None else None
+        if X.shape[0] < X.shape[1]:
+            warnings.warn(
+                f"the warm-up window has {X.shape[0]} samples for {X.shape[1]} inputs; the "
+                "fitted hyperparameters will be poorly determined",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        one_class = bool(codes.min() == codes.max())
+        if one_class:
+            warnings.warn(
+                f"the warm-up window holds one class only ({self._labels.labels[0]!r} in all "
+                f"{len(codes)} samples), which says nothing about the decision boundary; the "
+                "families are used with their template hyperparameters and var_theta = 1",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        with warnings.catch_warnings():
+            # the label codes only ride along: the target is never standardised here
+            warnings.filterwarnings("ignore", "the target is constant", RuntimeWarning)
+            std = Standardizer.fit(X, codes.astype(np.float64), names=names)
+        Z = std.x(X)
+        families = self.families
+        if families is None:
+            families = default_families(Z.shape[1], self.seed)
+        if one_class:
+            fitted = _unfitted_members(Z, list(families))
+        else:
+            # single-threaded BLAS for the fit, as in river_doebe.warmup.fit_ensemble
+            with threadpool_limits(limits=1):
+                fitted = fit_members(
+                    Z, 2.0 * codes - 1.0, list(families), n_samples=int(self.n_samples),
+                    starts=tuple(self.starts), seed=self.seed, verbose=bool(self.verbose),
+                )
+        levels = self._levels()
+        engine = LogisticEngine(
+            twin_specs(fitted, levels),
+            edoebe_transition(len(fitted), len(levels), float(self.delta)),
+            float(self.weight_floor),
+        )
+        engine.setup(Z.shape[1])
+        if self.replay:
+            for z, c in zip(Z, codes.tolist(), strict=True):
+                engine.learn(z, c)
+            engine.reset_weights()  # in-sample densities must not set the weights (see warmup)
+        if self.verbose:
+            print(
+                f"[river-doebe] warm-up done: {engine.M} members from {X.shape[0]} samples in "
+                f"{time.perf_counter() - t0:.1f} s",
+                flush=True,
+            )
+        self._warm_log_evidence = self._warm.log_evidence
+        self._replay_log_evidence = float(engine.log_evidence)
+        self._std, self._engine, self._fitted = std, engine, fitted
+        self._warm = None
+
+    @classmethod
+    def from_batch(cls, X, y, feature_names=None, **params) -> EDOEBEClassifier:
+        """Warm a classifier up on a history ``X (n, D)`` with labels ``y (n,)`` and return it,
+        ready to stream; the same as streaming the rows through ``learn_one``. Features are named
+        ``feature_names`` (default ``x0``, ``x1``, ...), which the dicts of the stream must use.
+        ``params`` are the constructor's (``models`` excluded); ``n_warmup`` defaults to ``n``
+        (a smaller one warms up on the first ``n_warmup`` rows and learns the rest online).
+        """
+        from river_doebe._schema import Schema
+
+        if params.get("models") is not None:
+            raise ValueError("from_batch warms a model up; explicit models need no warm-up")
+        X = np.asarray(X, dtype=np.float64)
+        labels = list(y)
+        if X.ndim != 2 or X.shape[0] != len(labels):
+            raise ValueError(f"X must be (n, D) and y (n,), got {X.shape} and {len(labels)} labels")
+        if X.shape[0] < 2 or not np.isfinite(X).all():
+            raise ValueError("X must be finite, with at least 2 rows")
+        names = list(feature_names or [f"x{i}" for i in range(X.shape[1])])
+        if len(names) != X.shape[1]:
+            raise ValueError("feature_names must name every column of X")
+        params.setdefault("n_warmup", max(2, X.shape[0]))
+        model = cls(**params)
+        schema = Schema(names)
+        model._on_schema(schema)
+        model._schema = schema
+        Z = X[:, [names.index(n) for n in schema.names]]
+        for z, label in zip(Z, labels, strict=True):
+            state, code, flip = model._labels.encode(label)
+            model._commit(state, flip)
+            model._learn_z(z, code)
+        if model._engine is None:
+            model._finish_warmup()
+        return model
+
+    # ------------------------------------------------------------------ views
+    def member_predictions(self, x: dict) -> tuple[list[dict], np.ndarray]:
+        z = self._ready(x)
+        if self._engine is None:
+            raise RuntimeError("the ensemble has no members before its warm-up ends")
+        if self._std is not None:
+            z = self._std.x(z)
+        P, w = self._engine.member_probas(z)
+        return [self._proba_dict(p0, p1) for p0, p1 in P.tolist()], w
+
+    member_predictions.__doc__ = _ClassifierEnsemble.member_predictions.__doc__
+
+    @property
+    def members(self) -> list[MemberSpec]:
+        """The members' specifications (basis, var_theta, var_rw), in weight order: the dynamic
+        twins first, the static members last."""
+        if self._engine is None:
+            raise RuntimeError(
+                "the ensemble has no members before its warm-up ends"
+                if self.models is None
+                else "the ensemble builds its members at the first sample"
+            )
+        return self._engine.members
+
+    @property
+    def log_evidence_(self) -> float:
+        """Sum of the log probabilities that the model gave to the labels it learnt, before
+        learning each: the fallback's during the warm-up, the ensemble's after (the replay of
+        the window through the members does not count)."""
+        if self._engine is None:
+            return 0.0 if self._warm is None else self._warm.log_evidence
+        return (
+            self._warm_log_evidence + float(self._engine.log_evidence) - self._replay_log_evidence
+        )
+
+    def describe(self) -> list[dict]:
+        """One dict per member: family, random-walk variance, ``var_theta``, basis
+        hyperparameters, mode, and current weight (the fitted noise variance of the warm-up's
+        regression is not used by a logistic member and is not reported)."""
+        out = EDOEBE.describe(self)
+        for d in out:
+            d.pop("var_eps")
+        return out
 
     @classmethod
     def _unit_test_params(cls):
         from river_doebe.basis import RandomFourierFeatures
 
+        yield {
+            "families": [RandomFourierFeatures(5, seed=1)],
+            "n_warmup": 20,
+            "n_samples": 2,
+            "starts": (1.0,),
+            "seed": 1,
+        }
         yield {
             "models": [
                 DOBEClassifier(Linear()),

@@ -209,7 +209,9 @@ class EDOEBE(_Ensemble):
     and ``y`` (mean and standard deviation of the window), fits the hyperparameters of every basis
     family by empirical Bayes from several starting length scales, draws ``n_samples - 1`` more
     members around each mode from its Laplace approximation, gives every member a dynamic twin
-    per random-walk variance, replays the window through the filters and streams on.
+    per random-walk variance, replays the window through the members' filters and streams on.
+    The weights start uniform after the warm-up: the window's predictive densities are
+    in-sample for the fitted hyperparameters and would favour whichever family overfits it.
     Predictions and distributions are in the original units of ``y``.
 
     The weights switch with the block matrix of :func:`edoebe_transition`: a member moves to one
@@ -393,6 +395,19 @@ class EDOEBE(_Ensemble):
         return self._engine.log_density(self._std.x(z), self._std.y(y)) - np.log(
             self._std.y_scale
         )
+
+    def member_predictions(self, x: dict):
+        """Each member's predictive ``(means, variances)`` for ``x`` in the units of the target,
+        and the weights that the ensemble's prediction uses (after switching). Dropped members
+        give NaN. Before the warm-up ends there are no members yet."""
+        z = self._ready(x)
+        if self._engine is None:
+            raise RuntimeError("the ensemble has no members before its warm-up ends")
+        if self._std is None:
+            return self._engine.member_predictions(z)
+        mean, var, w = self._engine.member_predictions(self._std.x(z))
+        scale = self._std.y_scale
+        return mean * scale + self._std.y_mean, var * scale**2, w
 
     def finish_warmup(self) -> EDOEBE:
         """End the warm-up now, on the samples seen so far (at least 2), instead of at

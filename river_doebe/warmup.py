@@ -299,7 +299,7 @@ def fit_ensemble(
 
     ``engine`` is set up with ``len(levels) * len(members)`` members in blocks by level (the
     last level, 0, is the static block) and the E-DOEBE transition matrix, and, with ``replay``,
-    has filtered the window already.
+    its members have filtered the window already (the weights start uniform all the same).
     """
     from river_doebe._engine import Engine
     from river_doebe.ensemble import edoebe_transition
@@ -326,8 +326,13 @@ def fit_ensemble(
     engine = Engine(specs, edoebe_transition(len(members), len(levels), delta), weight_floor)
     engine.setup(Z.shape[1])
     if replay:
+        # The members' filters learn the window; the weights do not: the hyperparameters were
+        # fitted on these very samples, so their predictive densities here are in-sample and
+        # would hand the weights to whichever family overfits the window most (an RBF network
+        # with its centres on the data), zeroing the others for good.
         for z, t in zip(Z, Y):
             engine.learn(z, float(t))
+        engine.reset_weights()
     if verbose:
         print(
             f"[river-doebe] warm-up done: {engine.M} members from {X.shape[0]} samples in "

@@ -271,7 +271,7 @@ def test_invalid_parameters():
     with pytest.raises(ValueError, match="weight_floor"):
         DOEBEClassifier([DOBEClassifier()], weight_floor=1.0)
     with pytest.raises(ValueError, match="delta"):
-        EDOEBEClassifier([DOBEClassifier()], delta=0.7, rw_variances=(1e-3, 1e-2))
+        EDOEBEClassifier(models=[DOBEClassifier()], delta=0.7, rw_variances=(1e-3, 1e-2))
     with pytest.raises(TypeError, match="DOBEClassifier"):
         DOEBEClassifier([Linear()]).learn_one({"a": 1.0}, True)
     with pytest.raises(ValueError, match="row-stochastic"):
@@ -362,9 +362,9 @@ def test_dropped_members_are_not_updated():
     assert math.isnan(probas[1][True]) and w[1] == 0.0
 
 
-def test_edoebe_builds_twins_and_requires_models_for_now():
+def test_edoebe_with_explicit_models_builds_twins():
     ens = EDOEBEClassifier(
-        [DOBEClassifier(Linear()), DOBEClassifier(Linear(bias=False))],
+        models=[DOBEClassifier(Linear()), DOBEClassifier(Linear(bias=False))],
         rw_variances=(1e-2, 1e-4),
         delta=0.05,
     )
@@ -380,15 +380,7 @@ def test_edoebe_builds_twins_and_requires_models_for_now():
         (False, 0.0),
     ]
     assert ens.members[0].basis is not ens.members[4].basis
-    lazy = EDOEBEClassifier()
-    for call in (
-        lambda: lazy.learn_one({"a": 1.0}, True),
-        lambda: lazy.predict_one({"a": 1.0}),
-        lambda: lazy.weights,
-    ):
-        with pytest.raises(ValueError, match="warm-up"):
-            call()
-    assert lazy._schema is None and lazy.classes_ == ()
+    assert ens.is_warm and ens.n_samples_seen == 1
 
 
 def test_every_basis_family_in_one_ensemble():
@@ -396,7 +388,7 @@ def test_every_basis_family_in_one_ensemble():
     from river_doebe.basis import AdditivePolynomial, HilbertGP, RBFNetwork
 
     ens = EDOEBEClassifier(
-        [
+        models=[
             DOBEClassifier(Linear()),
             DOBEClassifier(RandomFourierFeatures(20, lengthscale=3.0, seed=0), var_theta=10.0),
             DOBEClassifier(HilbertGP(), var_theta=10.0),
@@ -414,6 +406,220 @@ def test_every_basis_family_in_one_ensemble():
         S = ens._engine.Sigma[k, :f, :f]
         np.testing.assert_array_equal(S, S.T)
         assert np.linalg.eigvalsh(S).min() > 0
+
+
+# ----------------------------------------------------------------------------- the drop-in warm-up
+def _circle(n=500, seed=0):
+    """A nonlinear boundary on raw (unstandardised) inputs: inside an ellipse or not."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2)) * np.array([1.0, 20.0]) + np.array([3.0, -50.0])
+    y = ((X[:, 0] - 3.0) ** 2 + ((X[:, 1] + 50.0) / 20.0) ** 2) < 1.4
+    return X, y
+
+
+def _families():
+    from river_doebe.basis import HilbertGP
+
+    return [RandomFourierFeatures(10, seed=1), HilbertGP(20)]
+
+
+def _warm(**kw):
+    params = dict(families=_families(), n_warmup=150, n_samples=2, starts=(1.0,), seed=3)
+    params.update(kw)
+    return EDOEBEClassifier(**params)
+
+
+def _stream(model, X, labels):
+    """Progressive validation; checks every prediction is a valid distribution. Returns the
+    predicted labels and the log probability of every true label."""
+    preds, logp = [], []
+    for x, t in zip(_dicts(X), labels, strict=True):
+        proba = model.predict_proba_one(x)
+        assert all(0.0 <= p <= 1.0 for p in proba.values())
+        assert sum(proba.values()) == pytest.approx(1.0, abs=1e-12)
+        preds.append(model.predict_one(x))
+        if t in proba:
+            logp.append(model.log_density_one(x, t))
+        model.learn_one(x, t)
+    return np.array(preds), np.array(logp)
+
+
+def test_warm_up_predicts_valid_probabilities_from_the_first_sample_then_switches():
+    X, y = _circle()
+    model = _warm()
+    assert model.predict_proba_one(_dicts(X[:1])[0]) == {False: 0.5, True: 0.5}
+    assert not model.is_warm and model.weights.tolist() == [1.0]
+    with pytest.raises(RuntimeError, match="warm-up"):
+        model.member_predictions(_dicts(X[:1])[0])
+    preds, logp = _stream(model, X[:149], y[:149])
+    assert not model.is_warm
+    preds2, logp2 = _stream(model, X[149:], y[149:])
+    assert model.is_warm and model.n_samples_seen == len(y)
+    # the log evidence is that of the probabilities actually given (fallback, then ensemble)
+    assert model.log_evidence_ == pytest.approx(logp.sum() + logp2.sum(), rel=1e-9)
+    # 2 families x 1 start x 2 draws = 4 static members, each with a dynamic twin first
+    members = model.describe()
+    assert len(members) == 8 and "var_eps" not in members[0]
+    assert [m["dynamic"] for m in members] == [True] * 4 + [False] * 4
+    assert {m["family"] for m in members} == {"RandomFourierFeatures", "HilbertGP"}
+    assert sum(m["weight"] for m in members) == pytest.approx(1.0)
+    # a nonlinear boundary on raw inputs of very different scales is learnt
+    assert np.mean(preds2[151:] != y[300:]) < 0.1
+    # member_predictions standardises like predict_proba_one
+    x = _dicts(X[:1])[0]
+    probas, w = model.member_predictions(x)
+    mix = sum(wk * p[True] for wk, p in zip(w, probas, strict=True) if wk > 0)
+    assert mix / w.sum() == pytest.approx(model.predict_proba_one(x)[True], rel=1e-10)
+
+
+def test_hyperparameters_are_the_label_regression_evidence_fit():
+    """The documented criterion: type-II ML of a regression of the -1/+1 codes on each basis,
+    on the inputs standardised with the window's statistics (the labels untouched)."""
+    from river_doebe.warmup import Standardizer, fit_members
+
+    X, y = _circle(n=200)
+    model = _warm()
+    for x, t in zip(_dicts(X[:150]), y[:150], strict=True):
+        model.learn_one(x, t)
+    Z = Standardizer.fit(X[:150], y[:150].astype(float)).x(X[:150])
+    ref = fit_members(Z, 2.0 * y[:150] - 1.0, _families(), n_samples=2, starts=(1.0,), seed=3)
+    static = model.describe()[len(ref):]
+    for got, want in zip(static, ref, strict=True):
+        assert got["var_theta"] == want.var_theta
+        np.testing.assert_array_equal(list(got["hyper"].values()), want.basis.get_hyper())
+    np.testing.assert_array_equal(model._std.x_mean, X[:150].mean(axis=0))
+
+
+def test_pickle_round_trips_predictions_exactly_after_warm_up_and_clone_is_fresh():
+    X, y = _circle(n=300)
+    model = _warm()
+    for x, t in zip(_dicts(X[:200]), y[:200], strict=True):
+        model.learn_one(x, t)
+    assert model.is_warm
+    restored = pickle.loads(pickle.dumps(model))
+    for x, t in zip(_dicts(X[200:]), y[200:], strict=True):
+        assert restored.predict_proba_one(x) == model.predict_proba_one(x)
+        restored.learn_one(x, t)
+        model.learn_one(x, t)
+    assert restored.log_evidence_ == model.log_evidence_
+    fresh = model.clone()
+    assert not fresh.is_warm and fresh.n_samples_seen == 0 and fresh.classes_ == ()
+    # mid-warm-up pickles too
+    half = _warm()
+    for x, t in zip(_dicts(X[:50]), y[:50], strict=True):
+        half.learn_one(x, t)
+    again = pickle.loads(pickle.dumps(half))
+    for x, t in zip(_dicts(X[50:200]), y[50:200], strict=True):
+        assert again.predict_proba_one(x) == half.predict_proba_one(x)
+        again.learn_one(x, t)
+        half.learn_one(x, t)
+    assert again.is_warm and half.is_warm
+
+
+def test_from_batch_equals_streaming_the_window():
+    X, y = _circle(n=250)
+    streamed = _warm()
+    for x, t in zip(_dicts(X[:150]), y[:150], strict=True):
+        streamed.learn_one(x, t)
+    batch = EDOEBEClassifier.from_batch(
+        X[:150], y[:150], families=_families(), n_samples=2, starts=(1.0,), seed=3
+    )
+    assert batch.is_warm and batch.n_samples_seen == 150
+    for x in _dicts(X[150:]):
+        assert batch.predict_proba_one(x) == streamed.predict_proba_one(x)
+    with pytest.raises(ValueError, match="explicit models"):
+        EDOEBEClassifier.from_batch(X, y, models=[DOBEClassifier()])
+    # mini-batches across the end of the warm-up
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(X, columns=["x0", "x1"])
+    many = _warm()
+    many.learn_many(frame.iloc[:100], pd.Series(y[:100]))
+    with pytest.raises(RuntimeError, match="before its warm-up ends"):
+        _ = many.members
+    many.learn_many(frame.iloc[100:150], pd.Series(y[100:150]))
+    proba = many.predict_proba_many(frame.iloc[150:])
+    expected = [streamed.predict_proba_one(x)[True] for x in _dicts(X[150:])]
+    np.testing.assert_array_equal(proba[True].to_numpy(), expected)
+
+
+def test_labels_that_flip_during_the_warm_up_are_an_exact_relabelling():
+    X, y = _circle(n=300, seed=1)
+    y[:3] = True  # 'spam' first: 'ham' sorts before it and flips the codes at its first sight
+    named, plain = _warm(), _warm()
+    for x, t in zip(_dicts(X), y, strict=True):
+        p, q = named.predict_proba_one(x), plain.predict_proba_one(x)
+        if len(named.classes_) == 2:
+            assert p["spam"] == pytest.approx(q[True], rel=1e-12, abs=1e-15)
+        named.learn_one(x, "spam" if t else "ham")
+        plain.learn_one(x, bool(t))
+    assert named.classes_ == ("ham", "spam")
+    np.testing.assert_allclose(named.weights, plain.weights, rtol=1e-12)
+
+
+def test_one_class_window_warns_and_still_learns_the_boundary():
+    X, y = _circle(n=600, seed=2)
+    y[:150] = True
+    model = _warm()
+    with pytest.warns(RuntimeWarning, match="one class only"):
+        preds, _ = _stream(model, X, y)
+    # one member per family (template hyperparameters), and a dynamic twin each
+    members = model.describe()
+    assert [(m["family"], m["var_theta"]) for m in members[2:]] == [
+        ("RandomFourierFeatures", 1.0),
+        ("HilbertGP", 1.0),
+    ]
+    assert np.mean(preds[400:] != y[400:]) < 0.15
+    # a non-bool single label whose code flips only after the warm-up
+    labels = np.where(y, "spam", "ham")
+    model = _warm()
+    with pytest.warns(RuntimeWarning, match="one class only"):
+        preds, _ = _stream(model, X, labels)
+    assert model.classes_ == ("ham", "spam")
+    assert np.mean(preds[400:] != labels[400:]) < 0.15
+
+
+def test_constant_feature_in_the_window_is_dropped_and_later_values_are_harmless():
+    X, y = _circle(n=400, seed=3)
+    rng = np.random.default_rng(3)
+    X = np.column_stack([X, np.full(400, 7.0)])
+    X[150:, 2] = rng.normal(scale=1e6, size=250)
+    model = _warm()
+    with pytest.warns(RuntimeWarning, match="constant over the warm-up"):
+        preds, _ = _stream(model, X, y)
+    assert np.mean(preds[200:] != y[200:]) < 0.1
+
+
+def test_a_stream_shorter_than_the_window():
+    X, y = _circle(n=120)
+    model = _warm(n_warmup=1000)
+    with pytest.raises(RuntimeError, match="at least 2"):
+        model.finish_warmup()
+    _stream(model, X[:100], y[:100])
+    assert not model.is_warm
+    with pytest.warns(RuntimeWarning, match="ended early on 100"):
+        assert model.finish_warmup() is model
+    assert model.is_warm
+    _stream(model, X[100:], y[100:])
+
+
+def test_without_replay_the_members_start_from_their_prior():
+    X, y = _circle(n=150)
+    model = _warm(replay=False)
+    for x, t in zip(_dicts(X), y, strict=True):
+        model.learn_one(x, t)
+    assert model.is_warm and not model._engine.mu.any()
+    np.testing.assert_allclose(model.weights, np.full(8, 1 / 8))
+
+
+def test_warm_up_parameters_are_validated():
+    with pytest.raises(TypeError, match="models="):
+        EDOEBEClassifier([DOBEClassifier()])
+    with pytest.raises(ValueError, match="n_warmup"):
+        EDOEBEClassifier(n_warmup=1)
+    with pytest.raises(ValueError, match="n_samples"):
+        EDOEBEClassifier(n_samples=0)
+    with pytest.raises(ValueError, match="rw_variances"):
+        EDOEBEClassifier(rw_variances=())
 
 
 # ----------------------------------------------------------------------------- river
@@ -446,7 +652,7 @@ def test_learn_many_and_predict_many_match_one_by_one():
 
 def test_pickle_clone_and_pipeline():
     model = preprocessing.StandardScaler() | EDOEBEClassifier(
-        [DOBEClassifier(), DOBEClassifier(RandomFourierFeatures(10, seed=2), var_theta=5.0)]
+        models=[DOBEClassifier(), DOBEClassifier(RandomFourierFeatures(10, seed=2), var_theta=5.0)]
     )
     data = list(datasets.Phishing().take(400))
     for x, t in data[:300]:

@@ -231,3 +231,24 @@ def test_ensemble_pickles_and_works_in_a_pipeline():
 def test_check_estimator(cls):
     for params in cls._unit_test_params():
         checks.check_estimator(cls(**params))
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_bad_input_leaves_an_ensemble_untouched(warm):
+    from river_doebe.basis import RandomFourierFeatures
+
+    model = EDOEBE(families=[RandomFourierFeatures(5, seed=1)], n_warmup=20, n_samples=1,
+                   starts=(1.0,), seed=0)
+    rng = np.random.default_rng(0)
+    for _ in range(30 if warm else 5):
+        a, b = rng.normal(size=2)
+        model.learn_one({"a": a, "b": b}, a - b)
+    assert model.is_warm == warm
+    before = pickle.dumps(model)
+    with pytest.raises(ValueError, match="'b'"):
+        model.learn_one({"a": 1.0, "b": float("nan")}, 1.0)
+    with pytest.raises(TypeError, match="'a'"):
+        model.predict_one({"a": "x", "b": 1.0})
+    with pytest.raises(ValueError, match="target"):
+        model.learn_one({"a": 1.0, "b": 1.0}, float("inf"))
+    assert pickle.dumps(model) == before

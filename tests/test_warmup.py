@@ -192,3 +192,26 @@ def test_elevators_values_outside_the_warm_up_range_stay_sensible():
     resid = preds[1000:, 0] - y[1000:]
     assert np.mean(resid**2) / np.var(y[1000:]) < 0.5
     assert np.max(np.abs(preds[1000:, 0])) < 10 * np.max(np.abs(y))
+
+
+def test_member_predictions_are_in_the_units_of_the_target():
+    X, y = Friedman1(n_samples=300, n_features=5).arrays()
+    model = _small(weight_floor=0.0)
+    for x, t in zip(_dicts(X[:200]), y[:200]):
+        model.learn_one(x, t)
+    x = _dicts(X[250:251])[0]
+    means, variances, w = model.member_predictions(x)
+    dist = model.predict_one(x, with_dist=True)
+    mix = w @ means
+    assert mix == pytest.approx(dist.mu, rel=1e-10)
+    assert w @ (variances + (means - mix) ** 2) == pytest.approx(dist.sigma**2, rel=1e-10)
+
+
+def test_weights_start_uniform_after_the_replayed_window():
+    X, y = Friedman1(n_samples=150, n_features=5).arrays()
+    model = _small()
+    for x, t in zip(_dicts(X), y):
+        model.learn_one(x, t)
+    np.testing.assert_allclose(model.weights, 1.0 / len(model.members))
+    # ... while the members' filters did learn the window
+    assert model._engine.n_updates == 150
