@@ -879,8 +879,6 @@ class EDOEBEClassifier(_ClassifierEnsemble):
     def _finish_warmup(self) -> None:
         import time
 
-        from threadpoolctl import threadpool_limits
-
         from river_doebe.warmup import Standardizer, default_families, fit_members, twin_specs
 
         t0 = time.perf_counter()
@@ -913,12 +911,10 @@ class EDOEBEClassifier(_ClassifierEnsemble):
         if one_class:
             fitted = _unfitted_members(Z, list(families))
         else:
-            # single-threaded BLAS for the fit, as in river_doebe.warmup.fit_ensemble
-            with threadpool_limits(limits=1):
-                fitted = fit_members(
-                    Z, 2.0 * codes - 1.0, list(families), n_samples=int(self.n_samples),
-                    starts=tuple(self.starts), seed=self.seed, verbose=bool(self.verbose),
-                )
+            fitted = fit_members(
+                Z, 2.0 * codes - 1.0, list(families), n_samples=int(self.n_samples),
+                starts=tuple(self.starts), seed=self.seed, verbose=bool(self.verbose),
+            )
         levels = self._levels()
         engine = LogisticEngine(
             twin_specs(fitted, levels),

@@ -28,12 +28,14 @@ jitter is added progressively if it ever does not. Everything is float64 and in 
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import linalg, optimize
+from threadpoolctl import threadpool_limits
 
 __all__ = [
     "HyperLayout",
@@ -53,6 +55,19 @@ _LENGTHSCALE_PREFIX = "log_lengthscale"
 
 
 # ====================================================================== linear algebra helpers
+
+
+def _single_threaded_blas(func):
+    """Run ``func`` with one BLAS thread: the fit works on F x F and N x F matrices (F ~ 100),
+    where several threads only fight over the cores (tens of times slower on a busy machine)."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        with threadpool_limits(limits=1):
+            return func(*args, **kwargs)
+
+    return wrapper
+
 
 
 def _cholesky(M: np.ndarray, max_tries: int = 8) -> tuple[np.ndarray, float]:
@@ -526,6 +541,7 @@ def _warn_degenerate(Z, y, n_features):
         )
 
 
+@_single_threaded_blas
 def fit_hyperparameters(
     basis,
     Z,
@@ -757,6 +773,7 @@ def _resolve_method(method, basis):
     return method
 
 
+@_single_threaded_blas
 def laplace_covariance(
     mode,
     basis,
@@ -835,6 +852,7 @@ def _covariance(mode, basis, Z, y, method, perturb_var, fd_step, min_eigenvalue)
     return cov, math.sqrt(perturb_var) * np.eye(P)
 
 
+@_single_threaded_blas
 def laplace_samples(
     mode,
     basis,
@@ -916,6 +934,7 @@ class MemberSpec:
     family: str
 
 
+@_single_threaded_blas
 def build_members(
     basis,
     Z,

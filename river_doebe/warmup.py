@@ -15,7 +15,6 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from river_doebe import evidence
 from river_doebe._engine import MemberSpec
@@ -317,11 +316,8 @@ def fit_ensemble(
     Y = std.y(y)
     if families is None:
         families = default_families(Z.shape[1], seed)
-    # The fit works on F x F and N x F matrices (F ~ 100): several BLAS threads only fight over
-    # the cores there (tens of times slower on a busy machine), so it runs single-threaded.
-    with threadpool_limits(limits=1):
-        members = fit_members(Z, Y, list(families), n_samples=n_samples, starts=starts,
-                              seed=seed, verbose=verbose)
+    members = fit_members(Z, Y, list(families), n_samples=n_samples, starts=starts, seed=seed,
+                          verbose=verbose)
     specs = twin_specs(members, list(levels))
     engine = Engine(specs, edoebe_transition(len(members), len(levels), delta), weight_floor)
     engine.setup(Z.shape[1])

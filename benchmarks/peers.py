@@ -1,0 +1,282 @@
+"""river's own regressors against ``EDOEBE()``, on every stream present, in one process.
+
+Models: river's ``BayesianLinearRegression`` (without and with ``smoothing``), ``LinearRegression``,
+``KNNRegressor``, ``HoeffdingAdaptiveTreeRegressor`` and ``ARFRegressor``, each behind a
+``StandardScaler`` (the trees' leaves hold linear models, which need scaled inputs), and
+river-doebe's drop-in ``EDOEBE()`` (default families; in full mode its own defaults, the paper's
+warm-up settings).
+
+Protocol, the paper's (Sec. 5), so that the numbers compare with ``reproduce.py``: ``X`` and ``y``
+are standardised with the mean and standard deviation of the first ``n_warmup`` samples (1000);
+every model learns those samples unscored (the E-DOEBE warms up on exactly them, with
+``n_warmup`` equal to the window), then the rest is streamed strictly one step ahead (predict,
+score, learn). nMSE = MSE / Var(y over the streamed part); PLL = mean log density of the
+standardised target under the model's Gaussian prediction, for the models that give one
+(``predict_one(x, with_dist=True)``: the Bayesian linear regressions and the E-DOEBE);
+samples/s counts the streamed part only (predict + learn per sample; the E-DOEBE's warm-up fit
+is reported separately as ``warm-up [s]``).
+
+    python benchmarks/peers.py --quick                # a few minutes
+    python benchmarks/peers.py                        # every stream present, full length
+    python benchmarks/peers.py --streams elevators cadata --out /tmp/peers
+
+Writes ``peers.json`` (every score, trace and timing) and ``peers.md`` (a table per metric,
+model x stream) to ``--out`` (default ``benchmarks/results/``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+if str(ROOT) not in sys.path:  # run from a checkout without installing
+    sys.path.insert(0, str(ROOT))
+
+from river import forest, linear_model, neighbors, preprocessing, tree  # noqa: E402
+from river import metrics as river_metrics  # noqa: E402
+
+from river_doebe import EDOEBE, datasets  # noqa: E402
+from river_doebe import metrics as rd_metrics  # noqa: E402
+from river_doebe.warmup import Standardizer  # noqa: E402
+
+STREAMS = ("drift", "static_then_drift", *datasets.PAPER_NAMES)
+QUICK_STREAMS = STREAMS  # cut to 2000 samples
+
+
+def models(cfg: dict) -> dict:
+    """name -> (factory, gives a predictive distribution)."""
+    seed = cfg["seed"]
+    return {
+        "BayesianLinearRegression": (
+            lambda: preprocessing.StandardScaler() | linear_model.BayesianLinearRegression(),
+            True,
+        ),
+        "BayesianLinearRegression(smoothing=0.999)": (
+            lambda: preprocessing.StandardScaler()
+            | linear_model.BayesianLinearRegression(smoothing=0.999),
+            True,
+        ),
+        "LinearRegression": (
+            lambda: preprocessing.StandardScaler() | linear_model.LinearRegression(), False
+        ),
+        "KNNRegressor": (lambda: preprocessing.StandardScaler() | neighbors.KNNRegressor(), False),
+        # the trees' leaves hold linear models, which need scaled inputs
+        "HoeffdingAdaptiveTreeRegressor": (
+            lambda: preprocessing.StandardScaler() | tree.HoeffdingAdaptiveTreeRegressor(seed=seed),
+            False,
+        ),
+        "ARFRegressor": (
+            lambda: preprocessing.StandardScaler() | forest.ARFRegressor(seed=seed), False
+        ),
+        "EDOEBE": (
+            lambda: EDOEBE(n_warmup=cfg["n_warmup"], n_samples=cfg["n_samples"],
+                           starts=tuple(cfg["starts"]), seed=seed),
+            True,
+        ),
+    }
+
+
+def default_data_dir(given):
+    if given:
+        return Path(given)
+    if os.environ.get(datasets.ENV_VAR):
+        return Path(os.environ[datasets.ENV_VAR])
+    beside = ROOT.parent / "shared" / "data"
+    return beside if beside.is_dir() else None
+
+
+def load(name: str, data_dir, cfg: dict):
+    """Standardised ``(warm-up dicts, warm-up y, stream dicts, stream y)`` of a stream."""
+    cap = cfg["max_samples"]
+    if cap is not None and name == "drift":  # keep its static/drift/change structure
+        dataset = datasets.Drift(n_samples=cap)
+    elif cap is not None and name == "static_then_drift":
+        dataset = datasets.StaticThenDrift(n_samples=cap, n_static=cap // 2)
+    else:
+        dataset = datasets.load(name, directory=data_dir)
+    X, y = dataset.arrays()
+    if cap is not None:
+        X, y = X[:cap], y[:cap]
+    w = cfg["n_warmup"]
+    if len(y) <= w + 10:
+        raise ValueError(f"{len(y)} samples, too few for a warm-up of {w}")
+    names = [str(n) for n in dataset.feature_names]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        std = Standardizer.fit(X[:w], y[:w], names=names)
+    Z, Y = std.x(X), std.y(y)
+    kept = [n for n, k in zip(names, std.keep, strict=True) if k]
+    dicts = [dict(zip(kept, row, strict=True)) for row in Z.tolist()]
+    return dicts[:w], Y[:w], dicts[w:], Y[w:]
+
+
+def run(make, has_dist, data, every) -> dict:
+    warm_x, warm_y, xs, ys = data
+    model = make()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        t0 = time.perf_counter()
+        for x, y in zip(warm_x, warm_y.tolist(), strict=True):
+            model.learn_one(x, y)
+        warm_s = time.perf_counter() - t0
+        metric_list = {"nMSE": rd_metrics.NMSE(var_y=float(ys.var())),
+                       "MAE": river_metrics.MAE()}
+        if has_dist:
+            metric_list["PLL"] = rd_metrics.PredictiveLogLikelihood()
+        res = rd_metrics.progressive_scores(
+            model, zip(xs, ys.tolist(), strict=True), metric_list, every=every
+        )
+    return {
+        "nmse": float(res.scores["nMSE"]),
+        "mae_standardised": float(res.scores["MAE"]),
+        "pll": float(res.scores["PLL"]) if has_dist else None,
+        "warmup_s": warm_s,
+        "stream_s": res.elapsed,
+        "samples_per_s": len(ys) / res.elapsed if res.elapsed > 0 else None,
+        "steps": res.steps.tolist(),
+        "nmse_trace": res.traces["nMSE"].tolist(),
+    }
+
+
+def _clean(obj):
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def markdown(results: dict, cfg: dict, skipped: dict, elapsed: float) -> str:
+    streams = list(results)
+    names = list(models(cfg))
+    lines = [
+        "# river peers against EDOEBE()",
+        "",
+        f"Warm-up {cfg['n_warmup']} samples (learnt by every model, not scored; standardisation "
+        f"of X and y frozen on it); E-DOEBE with n_samples={cfg['n_samples']}, starts="
+        f"{list(cfg['starts'])}; "
+        + (f"streams cut to {cfg['max_samples']} samples" if cfg["max_samples"] else
+           "full streams")
+        + (" — **quick mode: rough numbers only**" if cfg["quick"] else "") + ".",
+        "nMSE = MSE / Var(y) on the streamed part (lower is better); PLL = mean log density of "
+        "the standardised target (higher is better; '-' where the model gives no distribution); "
+        "samples/s on the streamed part (predict + learn).",
+        f"Total time: {elapsed / 60:.1f} min.",
+        "",
+    ]
+    for key, label, fmt, better in (
+        ("nmse", "nMSE", "{:.4f}", min),
+        ("pll", "PLL", "{:.3f}", max),
+        ("samples_per_s", "samples/s", "{:,.0f}", None),
+        ("warmup_s", "warm-up [s]", "{:.1f}", None),
+    ):
+        lines += [f"**{label}**", "", "| model | " + " | ".join(streams) + " |",
+                  "|---|" + "---|" * len(streams)]
+        best = {}
+        for s in streams:
+            vals = [r[key] for r in results[s].values() if r.get(key) is not None]
+            best[s] = better(vals) if (better and vals) else None
+        for name in names:
+            cells = []
+            for s in streams:
+                r = results[s].get(name, {})
+                v = r.get(key)
+                if "error" in r:
+                    cells.append("failed")
+                elif v is None or (isinstance(v, float) and not math.isfinite(v)):
+                    cells.append("-")
+                else:
+                    text = fmt.format(v)
+                    cells.append(f"**{text}**" if best[s] is not None and v == best[s] else text)
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines.append("")
+    if skipped:
+        lines.append("Not run: " + "; ".join(f"{k} ({v})" for k, v in skipped.items()))
+        lines.append("")
+    return "\n".join(lines)
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description="river regressors against EDOEBE() on every stream.")
+    p.add_argument("--streams", nargs="+", default=None, metavar="NAME",
+                   help="streams (default: drift, static_then_drift and the paper's seven, "
+                   "those present)")
+    p.add_argument("--quick", action="store_true",
+                   help="streams cut to 2000 samples, warm-up 500, a small E-DOEBE")
+    p.add_argument("--out", type=Path, default=HERE / "results", help="output folder")
+    p.add_argument("--data-dir", default=None,
+                   help="folder of the .npz files (default: $RIVER_DOEBE_DATA, else "
+                   "../shared/data beside the checkout)")
+    p.add_argument("--max-samples", type=int, default=None, help="truncate every stream")
+    p.add_argument("--seed", type=int, default=0)
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    if args.quick:
+        cfg = {"n_warmup": 500, "n_samples": 2, "starts": (1.0,), "max_samples": 2000}
+    else:
+        cfg = {"n_warmup": 1000, "n_samples": 5, "starts": (0.1, 1.0, 10.0), "max_samples": None}
+    if args.max_samples is not None:
+        cfg["max_samples"] = args.max_samples
+    cfg.update(seed=args.seed, quick=bool(args.quick))
+    data_dir = default_data_dir(args.data_dir)
+    try:
+        present = set(datasets.available(data_dir))
+    except FileNotFoundError:
+        present = set(datasets.available(None))
+    wanted = args.streams or (QUICK_STREAMS if args.quick else STREAMS)
+    t_start = time.perf_counter()
+    results, skipped = {}, {}
+    for name in [s.strip().lower().replace("-", "_") for s in wanted]:
+        if name not in present:
+            skipped[name] = "unknown stream" if name not in datasets.NAMES else "file not found"
+            print(f"skip {name}: {skipped[name]}", flush=True)
+            continue
+        try:
+            data = load(name, data_dir, cfg)
+        except (ValueError, OSError) as err:
+            skipped[name] = str(err)
+            print(f"skip {name}: {err}", flush=True)
+            continue
+        every = max(1, len(data[3]) // 200)
+        print(f"{name}: {len(data[1])} warm-up + {len(data[3])} streamed samples", flush=True)
+        results[name] = {}
+        for model_name, (make, has_dist) in models(cfg).items():
+            try:
+                r = run(make, has_dist, data, every)
+            except Exception as err:  # noqa: BLE001 - one failure must not end the run
+                r = {"error": f"{type(err).__name__}: {err}"}
+                print(f"  {model_name:<42} FAILED {r['error']}", flush=True)
+            else:
+                pll = "-" if r["pll"] is None else f"{r['pll']:.3f}"
+                print(f"  {model_name:<42} nMSE {r['nmse']:.4f}  PLL {pll:>8}  "
+                      f"{r['samples_per_s']:>9,.0f} samples/s  (warm-up {r['warmup_s']:.1f} s)",
+                      flush=True)
+            results[name][model_name] = r
+    elapsed = time.perf_counter() - t_start
+    args.out.mkdir(parents=True, exist_ok=True)
+    doc = {"config": {**cfg, "starts": list(cfg["starts"])}, "results": results,
+           "skipped": skipped, "elapsed_s": elapsed}
+    (args.out / "peers.json").write_text(json.dumps(_clean(doc), indent=1) + "\n")
+    md = markdown(results, cfg, skipped, elapsed)
+    (args.out / "peers.md").write_text(md)
+    print()
+    print(md)
+    print(f"wrote {args.out / 'peers.json'} and {args.out / 'peers.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
