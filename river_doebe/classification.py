@@ -32,7 +32,7 @@ from scipy.special import expit
 from river_doebe import _logistic
 from river_doebe._engine import Engine, MemberSpec
 from river_doebe.basis import Basis, Linear
-from river_doebe.ensemble import EDOEBE, _Ensemble, edoebe_transition
+from river_doebe.ensemble import EDOEBE, _check_edoebe_params, _Ensemble, edoebe_transition
 from river_doebe.learner import _ArrayRegressorMixin
 
 __all__ = [
@@ -791,12 +791,8 @@ class EDOEBEClassifier(_ClassifierEnsemble):
                 "families are basis templates (e.g. RandomFourierFeatures(50)); explicit "
                 "members go in models=[DOBEClassifier(...), ...]"
             )
-        edoebe_transition(1, len(self._levels()), float(delta))
+        _check_edoebe_params(self)
         LogisticEngine([MemberSpec(Linear(), 1.0, 0.0, 0.0)], None, float(weight_floor))
-        if isinstance(n_warmup, bool) or int(n_warmup) < 2 or int(n_warmup) != n_warmup:
-            raise ValueError(f"n_warmup must be an integer >= 2, got {n_warmup!r}")
-        if isinstance(n_samples, bool) or int(n_samples) < 1 or int(n_samples) != n_samples:
-            raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
         self._std = None
         self._warm = None
         self._fitted: list = []

@@ -863,7 +863,7 @@ def cmd_evaluate(args, parser) -> int:
     print(format_table(runs))
     print(
         f"\nnMSE: MSE / Var(y) over all {n} samples; PLL: mean log predictive density of y "
-        "as given, not standardised; '-' for models without a distribution). Every sample "
+        "(as given, not standardised; '-' for models without a distribution). Every sample "
         "is predicted before it is learnt, the warm-up included; time and samples/s include "
         "the warm-up fit."
     )

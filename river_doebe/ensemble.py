@@ -51,6 +51,15 @@ def edoebe_transition(n_members: int, n_levels: int, delta: float) -> np.ndarray
     return np.kron(block, np.eye(n_members))
 
 
+def _check_edoebe_params(model) -> None:
+    """The checks an E-DOEBE (regressor or classifier) makes of its warm-up parameters."""
+    edoebe_transition(1, len(model._levels()), float(model.delta))
+    for name, low in (("n_warmup", 2), ("n_samples", 1)):
+        value = getattr(model, name)
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+
+
 class _Ensemble(_ArrayRegressorMixin, base.MiniBatchRegressor):
     """Shared face of the ensembles: weights, members, mixture predictions."""
 
@@ -309,13 +318,8 @@ class EDOEBE(_Ensemble):
         self.starts = starts
         self.replay = replay
         self.verbose = verbose
-        levels = self._levels()
-        edoebe_transition(1, len(levels), float(delta))
+        _check_edoebe_params(self)
         Engine([MemberSpec(Linear(), 1.0, 1.0, 0.0)], None, float(weight_floor))
-        if int(n_warmup) < 2 or int(n_warmup) != n_warmup:
-            raise ValueError(f"n_warmup must be an integer >= 2, got {n_warmup!r}")
-        if int(n_samples) < 1 or int(n_samples) != n_samples:
-            raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
         self._std = None
         self._warm = None
         self._fitted: list = []
