@@ -434,6 +434,11 @@ def run_one(model, prep: Prepared, cfg: Config, record_weight=False) -> dict:
     if cfg.replay:
         for x, y in zip(prep.warm_dicts(), prep.Yw.tolist(), strict=True):
             model.learn_one(x, y)
+        # as EDOEBE() does: the window is in-sample for the fitted hyperparameters, so its
+        # predictive densities must not set the weights
+        engine = getattr(model, "_engine", None)
+        if engine is not None:
+            engine.reset_weights()
     n = prep.n_stream
     every = max(1, n // 200)
     hook = _DynamicWeight(model, n) if record_weight else None

@@ -694,9 +694,9 @@ class EDOEBEClassifier(_ClassifierEnsemble):
     Parameters
     ----------
     families
-        Basis templates, one per family (their length scales are fitted). ``None`` means the
-        paper's Experiment 3 set: additive HSGP (about 100 features), random Fourier features
-        (50 frequencies) and an RBF network (100 centres), all with ARD length scales.
+        The basis families: names (``"hsgp"``, ``"rff"``, ``"rbf"``, ``"poly"``, ``"linear"``)
+        and/or basis templates, as for :class:`river_doebe.EDOEBE`. ``None`` means the paper's
+        Experiment 3 set ``("hsgp", "rff", "rbf")``.
     n_warmup
         Length of the warm-up window.
     n_samples
@@ -717,6 +717,8 @@ class EDOEBEClassifier(_ClassifierEnsemble):
         Whether the warm-up window is filtered through the members after the fit.
     verbose
         Print the progress of the warm-up.
+    static
+        Whether the static members are kept (``False`` with one random-walk level: DOE-X).
 
     Examples
     --------
@@ -772,6 +774,7 @@ class EDOEBEClassifier(_ClassifierEnsemble):
         starts: tuple = (0.1, 1.0, 10.0),
         replay: bool = True,
         verbose: bool = False,
+        static: bool = True,
     ):
         self.families = families
         self.n_warmup = n_warmup
@@ -784,13 +787,7 @@ class EDOEBEClassifier(_ClassifierEnsemble):
         self.starts = starts
         self.replay = replay
         self.verbose = verbose
-        if isinstance(families, list | tuple) and any(
-            isinstance(f, DOBEClassifier) for f in families
-        ):
-            raise TypeError(
-                "families are basis templates (e.g. RandomFourierFeatures(50)); explicit "
-                "members go in models=[DOBEClassifier(...), ...]"
-            )
+        self.static = static
         _check_edoebe_params(self)
         LogisticEngine([MemberSpec(Linear(), 1.0, 0.0, 0.0)], None, float(weight_floor))
         self._std = None
@@ -875,7 +872,7 @@ class EDOEBEClassifier(_ClassifierEnsemble):
     def _finish_warmup(self) -> None:
         import time
 
-        from river_doebe.warmup import Standardizer, default_families, fit_members, twin_specs
+        from river_doebe.warmup import Standardizer, fit_members, resolve_families, twin_specs
 
         t0 = time.perf_counter()
         X, codes = self._warm.window()
@@ -901,9 +898,7 @@ class EDOEBEClassifier(_ClassifierEnsemble):
             warnings.filterwarnings("ignore", "the target is constant", RuntimeWarning)
             std = Standardizer.fit(X, codes.astype(np.float64), names=names)
         Z = std.x(X)
-        families = self.families
-        if families is None:
-            families = default_families(Z.shape[1], self.seed)
+        families = resolve_families(self.families, Z.shape[1], self.seed)
         if one_class:
             fitted = _unfitted_members(Z, list(families))
         else:

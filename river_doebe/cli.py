@@ -41,9 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from river import base, proba
 
-__all__ = ["FamilyEnsemble", "MODELS", "PEERS", "build_parser", "main"]
+__all__ = ["MODELS", "PEERS", "build_parser", "main"]
 
 PROG = "river-doebe"
 
@@ -65,180 +64,6 @@ FAST = {"n_warmup": 500, "n_samples": 3, "starts": (1.0,)}
 
 class CLIError(Exception):
     """A user error: reported as ``error: <message>`` with exit status 2."""
-
-
-# ---------------------------------------------------------------------------------------------
-# One family, warmed up like the E-DOEBE: DOE-X, OE-X and a single DOBE
-# ---------------------------------------------------------------------------------------------
-
-
-def family_templates(family: str, n_inputs: int, seed: int | None = None) -> list:
-    """Basis templates of the paper's Experiment 1 for ``family``, for ``n_inputs`` inputs.
-
-    ``hsgp``: additive HSGP with ``floor(100 / D)`` functions per input; ``rff``: 50 random
-    Fourier frequencies; ``rbf``: an RBF network with 100 centres (all with ARD length scales);
-    ``poly``: additive polynomials of degrees 2, 3 and 4; ``linear``: linear with a bias.
-    """
-    from river_doebe.basis import (
-        AdditivePolynomial,
-        HilbertGP,
-        Linear,
-        RandomFourierFeatures,
-        RBFNetwork,
-    )
-
-    ones = tuple([1.0] * n_inputs)
-    if family == "hsgp":
-        return [HilbertGP(n_features=max(100, n_inputs), lengthscale=ones)]
-    if family == "rff":
-        return [RandomFourierFeatures(n_frequencies=50, lengthscale=ones, seed=seed)]
-    if family == "rbf":
-        return [RBFNetwork(n_centres=100, lengthscale=ones, seed=seed)]
-    if family == "poly":
-        return [AdditivePolynomial(degree=d) for d in (2, 3, 4)]
-    if family == "linear":
-        return [Linear()]
-    raise ValueError(f"unknown family {family!r}")
-
-
-class FamilyEnsemble(base.Regressor):
-    """One basis family, warmed up like :class:`river_doebe.EDOEBE`, as the paper's DOE-X,
-    OE-X or a single DOBE.
-
-    For the first ``n_warmup`` samples it predicts with the E-DOEBE's Bayesian linear fallback.
-    Then it freezes a standardisation of ``x`` and ``y`` on the window, fits the family's
-    hyperparameters by empirical Bayes (:func:`river_doebe.warmup.fit_members`), filters the
-    window through the new members and streams on:
-
-    - ``kind="doe"``: a :class:`~river_doebe.DOEBE` of every fitted member, all dynamic
-      (random-walk variance ``var_rw``), the paper's DOE-X;
-    - ``kind="oe"``: the same, all static (OE-X);
-    - ``kind="dobe"``: a single dynamic :class:`~river_doebe.DOBE` at the empirical-Bayes mode
-      of highest evidence over the starts (no draws).
-
-    Predictions are in the units of ``y``; ``predict_one(x, with_dist=True)`` gives a
-    ``river.proba.Gaussian``.
-
-    Parameters
-    ----------
-    family
-        ``"hsgp"``, ``"rff"``, ``"rbf"``, ``"poly"`` or ``"linear"`` (see
-        :func:`family_templates`).
-    kind
-        ``"doe"``, ``"oe"`` or ``"dobe"``.
-    n_warmup, n_samples, starts, seed
-        As for :class:`river_doebe.EDOEBE`.
-    var_rw
-        Random-walk variance of the dynamic members.
-    """
-
-    def __init__(
-        self,
-        family: str = "rff",
-        kind: str = "doe",
-        n_warmup: int = 1000,
-        n_samples: int = 5,
-        starts: tuple = (0.1, 1.0, 10.0),
-        seed: int | None = None,
-        var_rw: float = 1e-3,
-    ):
-        if family not in ("hsgp", "rff", "rbf", "poly", "linear"):
-            raise ValueError(f"unknown family {family!r}")
-        if kind not in ("doe", "oe", "dobe"):
-            raise ValueError(f"kind must be 'doe', 'oe' or 'dobe', got {kind!r}")
-        if int(n_warmup) != n_warmup or n_warmup < 2:
-            raise ValueError(f"n_warmup must be an integer >= 2, got {n_warmup!r}")
-        if int(n_samples) != n_samples or n_samples < 1:
-            raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
-        self.family = family
-        self.kind = kind
-        self.n_warmup = n_warmup
-        self.n_samples = n_samples
-        self.starts = starts
-        self.seed = seed
-        self.var_rw = var_rw
-        self._schema = None
-        self._fallback = None
-        self._std = None
-        self._names: list[str] = []
-        self._model = None
-
-    @property
-    def is_warm(self) -> bool:
-        return self._model is not None
-
-    @property
-    def weights(self) -> np.ndarray:
-        if self._model is None:
-            return np.ones(1)
-        return getattr(self._model, "weights", np.ones(1))
-
-    def _array(self, x: dict) -> np.ndarray:
-        if self._schema is None:
-            from river_doebe._schema import Schema
-            from river_doebe.warmup import Fallback
-
-            self._schema = Schema.from_sample(x)
-            self._fallback = Fallback(len(self._schema))
-        return self._schema.to_array(x)
-
-    def _zdict(self, z: np.ndarray) -> dict:
-        return dict(zip(self._names, self._std.x(z).tolist(), strict=True))
-
-    def _finish_warmup(self) -> None:
-        from threadpoolctl import threadpool_limits
-
-        from river_doebe import DOBE, DOEBE, evidence
-        from river_doebe.warmup import Standardizer, fit_members
-
-        X, y = self._fallback.window()
-        names = [str(n) for n in self._schema.names]
-        self._std = Standardizer.fit(X, y, names=names)
-        self._names = [n for n, keep in zip(names, self._std.keep, strict=True) if keep]
-        Z, Y = self._std.x(X), self._std.y(y)
-        rng = np.random.default_rng(self.seed)
-        templates = family_templates(self.family, Z.shape[1], int(rng.integers(0, 2**31 - 1)))
-        with threadpool_limits(limits=1):  # as the E-DOEBE warm-up: small matrices
-            if self.kind == "dobe":
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    modes = evidence.fit_hyperparameters(
-                        templates[0], Z, Y, starts=tuple(self.starts), seed=self.seed,
-                        maxiter=200,
-                    )
-                best = min(modes, key=lambda m: m.neg_log_evidence)
-                self._model = DOBE(best.basis, best.var_theta, best.var_eps, var_rw=self.var_rw)
-            else:
-                members = fit_members(Z, Y, templates, n_samples=int(self.n_samples),
-                                      starts=tuple(self.starts), seed=self.seed)
-                var_rw = 0.0 if self.kind == "oe" else float(self.var_rw)
-                self._model = DOEBE(
-                    [DOBE(m.basis, m.var_theta, m.var_eps, var_rw=var_rw) for m in members]
-                )
-        for z, t in zip(Z, Y, strict=True):
-            self._model.learn_one(dict(zip(self._names, z.tolist(), strict=True)), float(t))
-        self._fallback = None
-
-    def learn_one(self, x: dict, y: float) -> None:
-        z = self._array(x)
-        y = float(y)
-        if self._model is None:
-            self._fallback.learn(z, y)
-            if self._fallback.n >= self.n_warmup:
-                self._finish_warmup()
-            return
-        self._model.learn_one(self._zdict(z), float(self._std.y(y)))
-
-    def predict_one(self, x: dict, with_dist: bool = False):
-        z = self._array(x)
-        if self._model is None:
-            mean, var = self._fallback.predict(z)
-        else:
-            dist = self._model.predict_one(self._zdict(z), with_dist=True)
-            mean, var = self._std.y_back(dist.mu, dist.sigma**2)
-        if with_dist:
-            return proba.Gaussian._from_state(n=1, m=float(mean), var=float(var), ddof=0)
-        return float(mean)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -268,12 +93,22 @@ def _edoebe(settings):
 
 
 def _family(family, kind):
+    """One named family (see :func:`river_doebe.warmup.family_templates`) warmed up like the
+    E-DOEBE: ``"doe"`` every member dynamic (the paper's DOE-X), ``"oe"`` every member static
+    (OE-X), ``"dobe"`` a single dynamic learner at the empirical-Bayes mode of the ``s = 1``
+    start."""
+
     def make(settings):
-        return FamilyEnsemble(
-            family=family, kind=kind, n_warmup=settings["n_warmup"],
-            n_samples=settings["n_samples"], starts=tuple(settings["starts"]),
-            seed=settings["seed"],
-        )
+        from river_doebe import EDOEBE
+
+        common = {"families": (family,), "n_warmup": settings["n_warmup"],
+                  "seed": settings["seed"]}
+        if kind == "dobe":
+            return EDOEBE(**common, n_samples=1, starts=(1.0,), static=False)
+        common.update(n_samples=settings["n_samples"], starts=tuple(settings["starts"]))
+        if kind == "doe":
+            return EDOEBE(**common, static=False)
+        return EDOEBE(**common, rw_variances=())
 
     return make
 

@@ -53,6 +53,9 @@ def edoebe_transition(n_members: int, n_levels: int, delta: float) -> np.ndarray
 
 def _check_edoebe_params(model) -> None:
     """The checks an E-DOEBE (regressor or classifier) makes of its warm-up parameters."""
+    from river_doebe.warmup import check_families
+
+    check_families(model.families)
     edoebe_transition(1, len(model._levels()), float(model.delta))
     for name, low in (("n_warmup", 2), ("n_samples", 1)):
         value = getattr(model, name)
@@ -233,9 +236,11 @@ class EDOEBE(_Ensemble):
     Parameters
     ----------
     families
-        Basis templates, one per family (their length scales are fitted). ``None`` means the
-        paper's Experiment 3 set: additive HSGP (about 100 features), random Fourier features
-        (50 frequencies) and an RBF network (100 centres), all with ARD length scales.
+        The basis families: names (``"hsgp"``, ``"rff"``, ``"rbf"``, ``"poly"``, ``"linear"``,
+        see :func:`river_doebe.warmup.family_templates`) and/or basis templates whose
+        hyperparameters are fitted. ``None`` means the paper's Experiment 3 set, ``("hsgp",
+        "rff", "rbf")``: additive HSGP (about 100 features), random Fourier features (50
+        frequencies) and an RBF network (100 centres), all with ARD length scales.
     n_warmup
         Length of the warm-up window.
     n_samples
@@ -256,6 +261,10 @@ class EDOEBE(_Ensemble):
         Whether the warm-up window is filtered through the members after the fit.
     verbose
         Print the progress of the warm-up.
+    static
+        Whether the static members are kept. With ``static=False`` and one random-walk level
+        the ensemble is the paper's DOE-X (every member dynamic, plain model averaging); with
+        ``rw_variances=()`` it is OE-X (every member static).
 
     Examples
     --------
@@ -306,6 +315,7 @@ class EDOEBE(_Ensemble):
         starts: tuple = (0.1, 1.0, 10.0),
         replay: bool = True,
         verbose: bool = False,
+        static: bool = True,
     ):
         self.families = families
         self.n_warmup = n_warmup
@@ -318,6 +328,7 @@ class EDOEBE(_Ensemble):
         self.starts = starts
         self.replay = replay
         self.verbose = verbose
+        self.static = static
         _check_edoebe_params(self)
         Engine([MemberSpec(Linear(), 1.0, 1.0, 0.0)], None, float(weight_floor))
         self._std = None
@@ -331,10 +342,16 @@ class EDOEBE(_Ensemble):
         return self._n_seen
 
     def _levels(self) -> list[float]:
+        """The random-walk variance of each block of members: the dynamic levels, then 0 for the
+        static block (when ``static``)."""
         levels = [float(v) for v in self.rw_variances]
-        if not levels or any(not np.isfinite(v) or v <= 0 for v in levels):
+        if any(not np.isfinite(v) or v <= 0 for v in levels):
             raise ValueError(f"rw_variances must be positive, got {self.rw_variances!r}")
-        return [*levels, 0.0]
+        if self.static:
+            levels.append(0.0)
+        if not levels:
+            raise ValueError("no members: give rw_variances, or keep the static members")
+        return levels
 
     # ------------------------------------------------------------------ explicit members
     def _build_specs(self, n_inputs: int) -> list[MemberSpec]:

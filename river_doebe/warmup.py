@@ -88,19 +88,85 @@ class Standardizer:
         return mean * self.y_scale + self.y_mean, var * self.y_scale**2
 
 
+#: the basis families a warm-up can be asked for by name (paper Sec. 5.1, Experiment 1)
+FAMILY_NAMES = ("hsgp", "rff", "rbf", "poly", "linear")
+
+#: the paper's Experiment 3 set, what ``EDOEBE()`` uses
+DEFAULT_FAMILIES = ("hsgp", "rff", "rbf")
+
+
+def family_templates(name: str, n_inputs: int, seed: int | None = None) -> list:
+    """Basis templates of a named family for ``n_inputs`` inputs, as in the paper's experiments.
+
+    ``"hsgp"``: additive Hilbert-space GP with ``floor(100 / D)`` functions per input;
+    ``"rff"``: 50 random Fourier frequencies; ``"rbf"``: an RBF network with 100 centres (all
+    three with ARD length scales, one per input, starting at 1); ``"poly"``: additive polynomials
+    of degrees 2, 3 and 4 (three templates); ``"linear"``: linear with a bias.
+    """
+    from river_doebe.basis import (
+        AdditivePolynomial,
+        HilbertGP,
+        Linear,
+        RandomFourierFeatures,
+        RBFNetwork,
+    )
+
+    ones = tuple([1.0] * n_inputs)
+    if name == "hsgp":
+        return [HilbertGP(n_features=max(100, n_inputs), lengthscale=ones)]
+    if name == "rff":
+        return [RandomFourierFeatures(n_frequencies=50, lengthscale=ones, seed=seed)]
+    if name == "rbf":
+        return [RBFNetwork(n_centres=100, lengthscale=ones, seed=seed)]
+    if name == "poly":
+        return [AdditivePolynomial(degree=d) for d in (2, 3, 4)]
+    if name == "linear":
+        return [Linear()]
+    raise ValueError(f"unknown basis family {name!r}; the names are {', '.join(FAMILY_NAMES)}")
+
+
+def check_families(families) -> None:
+    """Refuse, with a clear message, anything that is not a family name or a basis template."""
+    from river_doebe.basis import Basis
+
+    if families is None:
+        return
+    if isinstance(families, str) or not isinstance(families, list | tuple) or not families:
+        raise TypeError(
+            "families must be a non-empty list or tuple of family names "
+            f"({', '.join(FAMILY_NAMES)}) or basis templates, got {families!r}"
+        )
+    for f in families:
+        if isinstance(f, str):
+            if f not in FAMILY_NAMES:
+                raise ValueError(
+                    f"unknown basis family {f!r}; the names are {', '.join(FAMILY_NAMES)}"
+                )
+        elif not isinstance(f, Basis):
+            raise TypeError(
+                f"families are family names or basis templates (e.g. 'rff' or "
+                f"RandomFourierFeatures(50)), got {type(f).__name__}; explicit members go in "
+                "models=[...]"
+            )
+
+
+def resolve_families(families, n_inputs: int, seed: int | None = None) -> list:
+    """The basis templates of ``families`` (names and/or templates; ``None``: the default set)."""
+    check_families(families)
+    rng = np.random.default_rng(seed)
+    out = []
+    for f in DEFAULT_FAMILIES if families is None else families:
+        if isinstance(f, str):
+            out.extend(family_templates(f, n_inputs, int(rng.integers(0, 2**31 - 1))))
+        else:
+            out.append(f)
+    return out
+
+
 def default_families(n_inputs: int, seed: int | None = None) -> list:
     """The paper's Experiment 3 families: additive HSGP (about 100 features), RFF with 50
     frequencies, and an RBF network with 100 centres, all with ARD length scales."""
-    from river_doebe.basis import HilbertGP, RandomFourierFeatures, RBFNetwork
-
-    ones = tuple([1.0] * n_inputs)
-    rng = np.random.default_rng(seed)
-    s1, s2 = (int(v) for v in rng.integers(0, 2**31 - 1, size=2))
-    return [
-        HilbertGP(n_features=max(100, n_inputs), lengthscale=ones),
-        RandomFourierFeatures(n_frequencies=50, lengthscale=ones, seed=s1),
-        RBFNetwork(n_centres=100, lengthscale=ones, seed=s2),
-    ]
+    return resolve_families(None, n_inputs, seed)
 
 
 #: optimiser diagnostics that are routine in a warm-up (a start at its iteration limit, a mode on
@@ -314,8 +380,7 @@ def fit_ensemble(
     std = Standardizer.fit(X, y, names=names)
     Z = std.x(X)
     Y = std.y(y)
-    if families is None:
-        families = default_families(Z.shape[1], seed)
+    families = resolve_families(families, Z.shape[1], seed)
     members = fit_members(Z, Y, list(families), n_samples=n_samples, starts=starts, seed=seed,
                           verbose=verbose)
     specs = twin_specs(members, list(levels))

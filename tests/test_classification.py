@@ -619,7 +619,11 @@ def test_warm_up_parameters_are_validated():
     with pytest.raises(ValueError, match="n_samples"):
         EDOEBEClassifier(n_samples=0)
     with pytest.raises(ValueError, match="rw_variances"):
-        EDOEBEClassifier(rw_variances=())
+        EDOEBEClassifier(rw_variances=(-1e-3,))
+    with pytest.raises(ValueError, match="no members"):
+        EDOEBEClassifier(rw_variances=(), static=False)
+    with pytest.raises(ValueError, match="unknown basis family 'gp'"):
+        EDOEBEClassifier(families=["gp"])
 
 
 # ----------------------------------------------------------------------------- river

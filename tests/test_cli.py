@@ -90,20 +90,16 @@ def test_evaluate_family_models_alone(model, capsys):
     assert 0.0 < nmse < 1.5 and math.isfinite(pll)
 
 
-def test_family_ensemble_is_a_river_regressor_in_the_units_of_y():
-    X, y = datasets.Drift(n_samples=260, seed=3).arrays()
-    y = 100.0 + 50.0 * y
-    dicts = [{f"x{j}": float(v) for j, v in enumerate(row)} for row in X]
-    model = cli.FamilyEnsemble("linear", kind="oe", n_warmup=200, n_samples=2, seed=0)
-    for i, (x, t) in enumerate(zip(dicts, y, strict=True)):
-        dist = model.predict_one(x, with_dist=True)
-        assert math.isfinite(dist.mu) and dist.sigma > 0
+@pytest.mark.parametrize(
+    "key, dynamic",
+    [("doe-rff", [True] * 2), ("oe-rff", [False] * 2), ("dobe-rff", [True])],
+)
+def test_family_models_are_edoebes_of_one_kind(key, dynamic):
+    settings = {"n_warmup": 100, "n_samples": 2, "starts": (1.0,), "seed": 0}
+    model = cli.MODELS[key].factory(settings)
+    for x, t in datasets.Drift(n_samples=120, seed=3):
         model.learn_one(x, t)
-        assert model.is_warm == (i + 1 >= 200)
-    assert abs(model.predict_one(dicts[0]) - 100.0) < 100.0
-    assert model.weights.sum() == pytest.approx(1.0)
-    with pytest.raises(ValueError, match="kind"):
-        cli.FamilyEnsemble("rff", kind="both")
+    assert [m["dynamic"] for m in model.describe()] == dynamic
 
 
 def test_default_warmup_is_the_edoebe_default_and_fast_is_smaller():

@@ -215,3 +215,36 @@ def test_weights_start_uniform_after_the_replayed_window():
     np.testing.assert_allclose(model.weights, 1.0 / len(model.members))
     # ... while the members' filters did learn the window
     assert model._engine.n_updates == 150
+
+
+@pytest.mark.parametrize(
+    "params, kinds",
+    [
+        ({}, [True] * 2 + [False] * 2),
+        ({"static": False}, [True] * 2),  # DOE-X: every member dynamic, plain averaging
+        ({"rw_variances": ()}, [False] * 2),  # OE-X: every member static
+        ({"rw_variances": (1e-2, 1e-4)}, [True] * 4 + [False] * 2),
+    ],
+)
+def test_family_names_and_member_kinds(params, kinds):
+    X, y = Friedman1(n_samples=200, n_features=5).arrays()
+    model = EDOEBE(families=("rff", "linear"), n_warmup=150, n_samples=1, starts=(1.0,),
+                   seed=0, **params)
+    _finite_stream(model, X, y)
+    members = model.describe()
+    assert [m["dynamic"] for m in members] == kinds
+    assert {m["family"] for m in members} == {"RandomFourierFeatures", "Linear"}
+    # the named RFF family is the paper's: 50 frequencies, one length scale per input
+    rff = next(m for m in model.members if type(m.basis).__name__ == "RandomFourierFeatures")
+    assert rff.basis.n_outputs == 100 and len(rff.basis.get_hyper()) == 5
+
+
+def test_families_are_validated():
+    with pytest.raises(ValueError, match="unknown basis family 'gp'"):
+        EDOEBE(families=["gp"])
+    with pytest.raises(TypeError, match="models="):
+        EDOEBE(families=[object()])
+    with pytest.raises(TypeError, match="list or tuple"):
+        EDOEBE(families="rff")
+    with pytest.raises(ValueError, match="no members"):
+        EDOEBE(rw_variances=(), static=False)
