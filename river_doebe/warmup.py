@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -153,14 +154,27 @@ def check_families(families) -> None:
 def resolve_families(families, n_inputs: int, seed: int | None = None) -> list:
     """The basis templates of ``families`` (names and/or templates; ``None``: the default set)."""
     check_families(families)
-    rng = np.random.default_rng(seed)
     out = []
     for f in DEFAULT_FAMILIES if families is None else families:
         if isinstance(f, str):
-            out.extend(family_templates(f, n_inputs, int(rng.integers(0, 2**31 - 1))))
+            out.extend(family_templates(f, n_inputs, derive_seed(seed, "template", f)))
         else:
             out.append(f)
     return out
+
+
+def derive_seed(seed: int | None, *keys: str) -> int | None:
+    """A seed for one part of a warm-up, from the user's seed and names of that part only.
+
+    Each family's random draws (features, centres, Laplace draws) then do not depend on which
+    other families are in the ensemble: ``EDOEBE(seed=s)`` holds exactly the members of
+    ``EDOEBE(families=("rbf",), seed=s)``, so a family alone and in the ensemble can be compared
+    like for like. ``None`` stays ``None`` (fresh randomness).
+    """
+    if seed is None:
+        return None
+    words = [int(seed) % 2**32] + [zlib.crc32(k.encode()) for k in keys]
+    return int(np.random.SeedSequence(words).generate_state(1)[0] % (2**31 - 1))
 
 
 def default_families(n_inputs: int, seed: int | None = None) -> list:
@@ -213,12 +227,13 @@ def fit_members(
     """
     import copy
 
-    rng = np.random.default_rng(seed)
     members: list[FittedMember] = []
     errors = []
+    seen: dict[str, int] = {}
     for family in families:
-        fam_seed = int(rng.integers(0, 2**31 - 1))
         name = type(family).__name__
+        seen[name] = seen.get(name, -1) + 1
+        fam_seed = derive_seed(seed, "fit", name, str(seen[name]))
         t0 = time.perf_counter()
         try:
             with warnings.catch_warnings(record=True) as caught:

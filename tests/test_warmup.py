@@ -248,3 +248,16 @@ def test_families_are_validated():
         EDOEBE(families="rff")
     with pytest.raises(ValueError, match="no members"):
         EDOEBE(rw_variances=(), static=False)
+
+
+def test_a_family_alone_has_the_same_members_as_in_the_ensemble():
+    X, y = Friedman1(n_samples=150, n_features=5).arrays()
+    params = dict(n_warmup=150, n_samples=2, starts=(1.0,), seed=4)
+    both = EDOEBE(families=("hsgp", "rff"), **params)
+    alone = EDOEBE(families=("rff",), **params)
+    for x, t in zip(_dicts(X), y):
+        both.learn_one(x, t)
+        alone.learn_one(x, t)
+    rff_in_both = [d for d in both.describe() if d["family"] == "RandomFourierFeatures"]
+    for a, b in zip(alone.describe(), rff_in_both, strict=True):
+        assert a["hyper"] == b["hyper"] and a["var_eps"] == b["var_eps"]
