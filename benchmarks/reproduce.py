@@ -227,7 +227,9 @@ class Streams:
             warnings.simplefilter("ignore", RuntimeWarning)  # constant inputs are reported below
             std = Standardizer.fit(X[:warmup], y[:warmup], names=names)
         Z, Y = std.x(X), std.y(y)
-        kept = [n for n, k in zip(names, std.keep, strict=True) if k]
+        # The members are fitted on the columns of Z, in this order, and stream dicts whose
+        # keys the models sort: name the columns so that sorting keeps their order.
+        kept = [f"z{i:03d}" for i in range(Z.shape[1])]
         prep = Prepared(
             name=name, Zw=Z[:warmup], Yw=Y[:warmup], Zs=Z[warmup:], Ys=Y[warmup:], names=kept,
             n_features=Z.shape[1],
