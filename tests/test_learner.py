@@ -7,6 +7,7 @@ import copy
 import math
 import pickle
 
+import numba
 import numpy as np
 import pytest
 from river import checks, compose, datasets, dummy, evaluate, metrics, preprocessing, stats
@@ -254,3 +255,21 @@ def test_progressive_validation_beats_the_mean():
 def test_check_estimator(which):
     params = list(DOBE._unit_test_params())[which]
     checks.check_estimator(DOBE(**params))
+
+
+def test_every_kernel_is_cached_on_disk():
+    """A fresh process loads the compiled kernels instead of compiling them again."""
+    import numba.core.caching as caching
+
+    from river_doebe import _logistic, filtering
+    from river_doebe.basis import hsgp, linear, polynomial, rbf, rff
+
+    kernels = [
+        obj
+        for module in (filtering, _logistic, hsgp, linear, polynomial, rbf, rff)
+        for obj in vars(module).values()
+        if isinstance(obj, numba.core.registry.CPUDispatcher)
+    ]
+    assert len(kernels) >= 10
+    for k in kernels:
+        assert not isinstance(k._cache, caching.NullCache), k.__name__
