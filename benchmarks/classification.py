@@ -78,6 +78,7 @@ from river_doebe.classification import (  # noqa: E402
     DOEBEClassifier,
     EDOEBEClassifier,
 )
+from river_doebe.cli import json_safe  # noqa: E402
 from river_doebe.warmup import Standardizer, default_families, fit_members  # noqa: E402
 
 ORDERS = ("shuffled", "file", "left-to-right")
@@ -365,18 +366,6 @@ def markdown(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _clean(obj):
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, np.generic):
-        return obj.item()
-    return obj
-
-
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-dir", default=None, help="folder with banana.npz")
@@ -427,7 +416,7 @@ def main(argv=None) -> int:
         trials = [run_trial(order, t, cfg, data_dir, log) for t in range(cfg.trials)]
         doc["orders"][order] = {"trials": trials, "summary": summarise(trials, cfg.models)}
     doc["elapsed_seconds"] = time.perf_counter() - t0
-    (out / "classification.json").write_text(json.dumps(_clean(doc), indent=1))
+    (out / "classification.json").write_text(json.dumps(json_safe(doc), indent=1))
     text = markdown(doc)
     (out / "classification.md").write_text(text)
     log("")

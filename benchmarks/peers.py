@@ -45,6 +45,7 @@ from river import metrics as river_metrics  # noqa: E402
 
 from river_doebe import EDOEBE, datasets  # noqa: E402
 from river_doebe import metrics as rd_metrics  # noqa: E402
+from river_doebe.cli import json_safe  # noqa: E402
 from river_doebe.warmup import Standardizer  # noqa: E402
 
 STREAMS = ("drift", "static_then_drift", *datasets.PAPER_NAMES)
@@ -144,16 +145,6 @@ def run(make, has_dist, data, every) -> dict:
         "steps": res.steps.tolist(),
         "nmse_trace": res.traces["nMSE"].tolist(),
     }
-
-
-def _clean(obj):
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_clean(v) for v in obj]
-    return obj
 
 
 def markdown(results: dict, cfg: dict, skipped: dict, elapsed: float) -> str:
@@ -269,7 +260,7 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     doc = {"config": {**cfg, "starts": list(cfg["starts"])}, "results": results,
            "skipped": skipped, "elapsed_s": elapsed}
-    (args.out / "peers.json").write_text(json.dumps(_clean(doc), indent=1) + "\n")
+    (args.out / "peers.json").write_text(json.dumps(json_safe(doc), indent=1) + "\n")
     md = markdown(results, cfg, skipped, elapsed)
     (args.out / "peers.md").write_text(md)
     print()

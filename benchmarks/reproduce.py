@@ -80,6 +80,7 @@ from river_doebe.basis import (  # noqa: E402
     RandomFourierFeatures,
     RBFNetwork,
 )
+from river_doebe.cli import json_safe  # noqa: E402
 from river_doebe.warmup import Standardizer  # noqa: E402
 
 EXPERIMENTS = ("exp1", "exp2", "exp3", "sampling", "delta", "uci", "off")
@@ -606,18 +607,6 @@ def wilcoxon_tests(per_method: dict) -> dict:
 # ---------------------------------------------------------------------------------------------
 
 
-def _clean(obj):
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return _clean(obj.item())
-    return obj
-
-
 def _cell(mean, std, n_trials, bold=False):
     if mean is None:
         return "failed"
@@ -765,7 +754,7 @@ def write_outputs(out: Path, docs: dict, cfg: Config, elapsed: float) -> list[Pa
     for experiment, doc in docs.items():
         path = out / f"{experiment}.json"
         payload = {"experiment": experiment, "config": asdict(cfg), **doc}
-        path.write_text(json.dumps(_clean(payload), indent=1) + "\n")
+        path.write_text(json.dumps(json_safe(payload), indent=1) + "\n")
         written.append(path)
     md = out / "results.md"
     md.write_text(markdown(docs, cfg, elapsed))

@@ -409,16 +409,17 @@ def format_table(runs: list[Run]) -> str:
     return "\n".join(lines)
 
 
-def _clean(obj):
-    """JSON-safe copy: NaN and infinities become ``None``."""
+def json_safe(obj):
+    """JSON-safe copy of nested results: NaN and infinities become ``None``, NumPy scalars
+    Python numbers, keys strings."""
     if isinstance(obj, float):
         return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
+        return {str(k): json_safe(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
-        return [_clean(v) for v in obj]
+        return [json_safe(v) for v in obj]
     if isinstance(obj, np.generic):
-        return _clean(obj.item())
+        return json_safe(obj.item())
     return obj
 
 
@@ -445,7 +446,7 @@ def write_json(path: Path, stream: str, n: int, var_y: float, settings: dict, ru
             for r in runs
         ],
     }
-    path.write_text(json.dumps(_clean(doc), indent=2) + "\n")
+    path.write_text(json.dumps(json_safe(doc), indent=2) + "\n")
 
 
 def _import_pyplot():
