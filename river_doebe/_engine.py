@@ -246,6 +246,11 @@ class Engine:
                 still.append((gi, k))
         self._observers = still
 
+    def posterior(self, k: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of member ``k``'s posterior mean ``(F_k,)`` and covariance ``(F_k, F_k)``."""
+        f = int(self.F[k])
+        return self.mu[k, :f].copy(), self.Sigma[k, :f, :f].copy()
+
     def reset_weights(self) -> None:
         """Back to uniform weights (and an empty log evidence); the members' states are kept."""
         self.log_w[:] = -math.log(self.M)

@@ -32,7 +32,12 @@ from scipy.special import expit
 from river_doebe import _logistic
 from river_doebe._engine import Engine, MemberSpec
 from river_doebe.basis import Basis, Linear
-from river_doebe.ensemble import EDOEBE, _check_edoebe_params, _Ensemble, edoebe_transition
+from river_doebe.ensemble import (
+    _check_edoebe_params,
+    _Ensemble,
+    _WarmupFace,
+    edoebe_transition,
+)
 from river_doebe.learner import _ArrayRegressorMixin
 
 __all__ = [
@@ -400,8 +405,7 @@ class DOBEClassifier(_ArrayClassifierMixin, base.MiniBatchClassifier):
         for ``p(y = classes_[1])`` (the code-1 label)."""
         if self._engine is None:
             raise RuntimeError("the model has not seen any data yet")
-        f = int(self._engine.F[0])
-        return self._engine.mu[0, :f].copy(), self._engine.Sigma[0, :f, :f].copy()
+        return self._engine.posterior(0)
 
     @classmethod
     def _unit_test_params(cls):
@@ -650,7 +654,7 @@ def _unfitted_members(Z: np.ndarray, families: list) -> list:
     return members
 
 
-class EDOEBEClassifier(_ClassifierEnsemble):
+class EDOEBEClassifier(_WarmupFace, _ClassifierEnsemble):
     """Ensemble of DOEBE classifiers (paper Sec. 4.2, App. A): the drop-in classifier.
 
     ``EDOEBEClassifier()`` needs no arguments. For its first ``n_warmup`` samples it predicts
@@ -795,10 +799,6 @@ class EDOEBEClassifier(_ClassifierEnsemble):
         self._fitted: list = []
         self._n_seen = 0
         self._warm_log_evidence = 0.0
-        self._replay_log_evidence = 0.0
-
-    _levels = EDOEBE._levels
-    _transition = EDOEBE._transition
 
     # ------------------------------------------------------------------ explicit members
     def _specs(self, n_inputs: int) -> list[MemberSpec]:
@@ -809,27 +809,11 @@ class EDOEBEClassifier(_ClassifierEnsemble):
             for s in base_specs
         ]
 
-    def _specs_preview(self):
-        if self.models is None:
-            return [None]
-        return [None] * (len(self.models) * len(self._levels()))
-
     # ------------------------------------------------------------------ warm-up mode
     def _on_schema(self, schema) -> None:
         if self.models is not None:
             return super()._on_schema(schema)
         self._warm = _WarmupFallback(len(schema))
-
-    @property
-    def is_warm(self) -> bool:
-        """Whether the warm-up is over (always true with explicit ``models`` once the first
-        sample has been seen)."""
-        return self._engine is not None
-
-    @property
-    def n_samples_seen(self) -> int:
-        """How many samples the model has learnt from (warm-up included)."""
-        return self._n_seen
 
     def _commit(self, state: _LabelState, flip: bool) -> None:
         if flip:
@@ -853,21 +837,6 @@ class EDOEBEClassifier(_ClassifierEnsemble):
         if self._std is not None:
             z = self._std.x(z)
         self._engine.learn(z, code)
-
-    def finish_warmup(self) -> EDOEBEClassifier:
-        """End the warm-up now, on the samples seen so far (at least 2), instead of at
-        ``n_warmup``. Useful when a stream is shorter than the window."""
-        if self._engine is not None:
-            return self
-        if self._warm is None or self._warm.n < 2:
-            raise RuntimeError("the warm-up needs at least 2 samples")
-        warnings.warn(
-            f"warm-up ended early on {self._warm.n} samples instead of {self.n_warmup}",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-        self._finish_warmup()
-        return self
 
     def _finish_warmup(self) -> None:
         import time
@@ -924,7 +893,6 @@ class EDOEBEClassifier(_ClassifierEnsemble):
                 flush=True,
             )
         self._warm_log_evidence = self._warm.log_evidence
-        self._replay_log_evidence = float(engine.log_evidence)
         self._std, self._engine, self._fitted = std, engine, fitted
         self._warm = None
 
@@ -994,15 +962,13 @@ class EDOEBEClassifier(_ClassifierEnsemble):
         the window through the members does not count)."""
         if self._engine is None:
             return 0.0 if self._warm is None else self._warm.log_evidence
-        return (
-            self._warm_log_evidence + float(self._engine.log_evidence) - self._replay_log_evidence
-        )
+        return self._warm_log_evidence + float(self._engine.log_evidence)
 
     def describe(self) -> list[dict]:
         """One dict per member: family, random-walk variance, ``var_theta``, basis
         hyperparameters, mode, and current weight (the fitted noise variance of the warm-up's
         regression is not used by a logistic member and is not reported)."""
-        out = EDOEBE.describe(self)
+        out = super().describe()
         for d in out:
             d.pop("var_eps")
         return out

@@ -212,7 +212,90 @@ class SDOEBE(_Ensemble):
         }
 
 
-class EDOEBE(_Ensemble):
+class _WarmupFace:
+    """What the E-DOEBE regressor and classifier share about their member blocks and warm-up.
+
+    The host stores the constructor parameters ``rw_variances``, ``static``, ``delta``,
+    ``models`` and ``n_warmup``, counts samples in ``_n_seen``, keeps its warm-up state in
+    ``_warm`` (with a sample count ``n``) and builds ``_engine`` in ``_finish_warmup``.
+    """
+
+    @property
+    def n_samples_seen(self) -> int:
+        """How many samples the model has learnt from (warm-up included)."""
+        return self._n_seen
+
+    @property
+    def is_warm(self) -> bool:
+        """Whether the warm-up is over (always true with explicit ``models`` once the first
+        sample has been seen)."""
+        return self._engine is not None
+
+    def _levels(self) -> list[float]:
+        """The random-walk variance of each block of members: the dynamic levels, then 0 for the
+        static block (when ``static``)."""
+        levels = [float(v) for v in self.rw_variances]
+        if any(not np.isfinite(v) or v <= 0 for v in levels):
+            raise ValueError(f"rw_variances must be positive, got {self.rw_variances!r}")
+        if self.static:
+            levels.append(0.0)
+        if not levels:
+            raise ValueError("no members: give rw_variances, or keep the static members")
+        return levels
+
+    def _transition(self, n_members: int):
+        levels = len(self._levels())
+        return edoebe_transition(n_members // levels, levels, float(self.delta))
+
+    def _specs_preview(self):
+        if self.models is None:
+            return [None]
+        return [None] * (len(self.models) * len(self._levels()))
+
+    def finish_warmup(self):
+        """End the warm-up now, on the samples seen so far (at least 2), instead of at
+        ``n_warmup``. Useful when a stream is shorter than the window."""
+        if self._engine is not None:
+            return self
+        if self._warm is None or self._warm.n < 2:
+            raise RuntimeError("the warm-up needs at least 2 samples")
+        import warnings
+
+        warnings.warn(
+            f"warm-up ended early on {self._warm.n} samples instead of {self.n_warmup}",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        self._finish_warmup()
+        return self
+
+    def describe(self) -> list[dict]:
+        """One dict per member: family, random-walk variance, variances, hyperparameters, mode,
+        and current weight."""
+        if self._engine is None:
+            raise RuntimeError("the ensemble has no members before its warm-up ends")
+        out = []
+        weights = self._engine.weights
+        fitted = self._fitted or [None] * self._engine.M
+        for k, m in enumerate(self._engine.members):
+            info = fitted[k % len(fitted)] if self._fitted else None
+            out.append(
+                {
+                    "family": type(m.basis).__name__,
+                    "var_rw": m.var_rw,
+                    "dynamic": m.var_rw > 0,
+                    "var_theta": m.var_theta,
+                    "var_eps": m.var_eps,
+                    "hyper": dict(zip(m.basis.hyper_names(), m.basis.get_hyper().tolist())),
+                    "mode_index": None if info is None else info.mode_index,
+                    "is_mode": None if info is None else info.is_mode,
+                    "weight": float(weights[k]),
+                }
+            )
+        return out
+
+
+class EDOEBE(_WarmupFace, _Ensemble):
     """Ensemble of DOEBEs (paper Sec. 4.2): the drop-in model of river-doebe.
 
     ``EDOEBE()`` needs no arguments. For its first ``n_warmup`` samples it predicts with a simple
@@ -336,23 +419,6 @@ class EDOEBE(_Ensemble):
         self._fitted: list = []
         self._n_seen = 0
 
-    @property
-    def n_samples_seen(self) -> int:
-        """How many samples the model has learnt from (warm-up included)."""
-        return self._n_seen
-
-    def _levels(self) -> list[float]:
-        """The random-walk variance of each block of members: the dynamic levels, then 0 for the
-        static block (when ``static``)."""
-        levels = [float(v) for v in self.rw_variances]
-        if any(not np.isfinite(v) or v <= 0 for v in levels):
-            raise ValueError(f"rw_variances must be positive, got {self.rw_variances!r}")
-        if self.static:
-            levels.append(0.0)
-        if not levels:
-            raise ValueError("no members: give rw_variances, or keep the static members")
-        return levels
-
     # ------------------------------------------------------------------ explicit members
     def _build_specs(self, n_inputs: int) -> list[MemberSpec]:
         base_specs = _member_specs(self.models, n_inputs)
@@ -365,15 +431,6 @@ class EDOEBE(_Ensemble):
     def _specs(self, n_inputs: int) -> list[MemberSpec]:
         return self._build_specs(n_inputs)
 
-    def _transition(self, n_members: int):
-        levels = len(self._levels())
-        return edoebe_transition(n_members // levels, levels, float(self.delta))
-
-    def _specs_preview(self):
-        if self.models is None:
-            return [None]
-        return [None] * (len(self.models) * len(self._levels()))
-
     # ------------------------------------------------------------------ warm-up mode
     def _on_schema(self, schema) -> None:
         if self.models is not None:
@@ -381,11 +438,6 @@ class EDOEBE(_Ensemble):
         from river_doebe.warmup import Fallback
 
         self._warm = Fallback(len(schema))
-
-    @property
-    def is_warm(self) -> bool:
-        """Whether the warm-up is over (always true with explicit ``models``)."""
-        return self._engine is not None
 
     def _predict_z(self, z):
         if self._engine is None:
@@ -430,23 +482,6 @@ class EDOEBE(_Ensemble):
         scale = self._std.y_scale
         return mean * scale + self._std.y_mean, var * scale**2, w
 
-    def finish_warmup(self) -> EDOEBE:
-        """End the warm-up now, on the samples seen so far (at least 2), instead of at
-        ``n_warmup``. Useful when a stream is shorter than the window."""
-        if self._engine is not None:
-            return self
-        if self._warm is None or self._warm.n < 2:
-            raise RuntimeError("the warm-up needs at least 2 samples")
-        import warnings
-
-        warnings.warn(
-            f"warm-up ended early on {self._warm.n} samples instead of {self.n_warmup}",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-        self._finish_warmup()
-        return self
-
     def _finish_warmup(self) -> None:
         from river_doebe.warmup import fit_ensemble
 
@@ -485,31 +520,6 @@ class EDOEBE(_Ensemble):
         model._warm = Fallback.from_window(X[:, order], y)
         model._finish_warmup()
         return model
-
-    def describe(self) -> list[dict]:
-        """One dict per member: family, random-walk variance, variances, hyperparameters, mode,
-        and current weight."""
-        if self._engine is None:
-            raise RuntimeError("the ensemble has no members before its warm-up ends")
-        out = []
-        weights = self._engine.weights
-        fitted = self._fitted or [None] * self._engine.M
-        for k, m in enumerate(self._engine.members):
-            info = fitted[k % len(fitted)] if self._fitted else None
-            out.append(
-                {
-                    "family": type(m.basis).__name__,
-                    "var_rw": m.var_rw,
-                    "dynamic": m.var_rw > 0,
-                    "var_theta": m.var_theta,
-                    "var_eps": m.var_eps,
-                    "hyper": dict(zip(m.basis.hyper_names(), m.basis.get_hyper().tolist())),
-                    "mode_index": None if info is None else info.mode_index,
-                    "is_mode": None if info is None else info.is_mode,
-                    "weight": float(weights[k]),
-                }
-            )
-        return out
 
     @classmethod
     def _unit_test_params(cls):

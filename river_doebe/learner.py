@@ -210,8 +210,7 @@ class DOBE(_ArrayRegressorMixin, base.MiniBatchRegressor):
         """Copies of the posterior mean ``(F,)`` and covariance ``(F, F)`` of the weights."""
         if self._engine is None:
             raise RuntimeError("the model has not seen any data yet")
-        f = int(self._engine.F[0])
-        return self._engine.mu[0, :f].copy(), self._engine.Sigma[0, :f, :f].copy()
+        return self._engine.posterior(0)
 
     @classmethod
     def _unit_test_params(cls):
