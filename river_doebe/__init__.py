@@ -6,7 +6,7 @@ The estimators are river regressors: :class:`DOBE` (one Bayesian basis-expansion
 classifiers (a logistic likelihood with a per-step Laplace approximation).
 """
 
-from river_doebe import basis, datasets, metrics
+from river_doebe import basis, datasets, distributions, metrics
 from river_doebe.classification import (
     DOBEClassifier,
     DOEBEClassifier,
@@ -27,6 +27,7 @@ __all__ = [
     "SDOEBEClassifier",
     "basis",
     "datasets",
+    "distributions",
     "metrics",
 ]
 __version__ = "0.1.0"

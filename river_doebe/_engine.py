@@ -211,6 +211,15 @@ class Engine:
         var = np.where(self.active, self.var, np.nan)
         return mean, var, np.exp(self.log_prior)
 
+    def mixture(self, z: np.ndarray):
+        """The predictive mixture for ``z``: ``(weights, means, variances)`` of the members
+        that carry weight, and the moment-matched ``(mean, var)`` that :meth:`predict` gives."""
+        mean, var = self.predict(z)
+        if self.M == 1:
+            return np.ones(1), self.mean.copy(), self.var.copy(), mean, var
+        live = self.log_prior > -np.inf
+        return np.exp(self.log_prior[live]), self.mean[live], self.var[live], mean, var
+
     def log_density(self, z: np.ndarray, y: float) -> float:
         """Exact log density of ``y`` under the predictive mixture (before learning ``y``)."""
         self._prepare(z)

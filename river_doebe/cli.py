@@ -21,8 +21,9 @@ per mode, one start) for quick looks at long or wide streams.
 Every sample is scored, the warm-up included (an E-DOEBE predicts with a Bayesian linear
 fallback while it warms up), so all models are compared on the same samples. The nMSE divides
 by the variance of all the streamed targets, as in the paper; the PLL is the mean log density of
-the targets as given, so it moves by ``-log c`` when ``y`` is scaled by ``c`` (the paper's figures
-are for standardised targets).
+the targets as given under each model's predictive distribution (an ensemble's is the mixture of
+its members' Gaussians), so it moves by ``-log c`` when ``y`` is scaled by ``c`` (the paper's
+figures are for standardised targets).
 Errors (a missing data file, an unknown stream or model, bad options) print one line
 ``error: ...`` to stderr and exit with status 2.
 """
@@ -699,7 +700,8 @@ def cmd_evaluate(args, parser) -> int:
     print(format_table(runs))
     print(
         f"\nnMSE: MSE / Var(y) over all {n} samples; PLL: mean log predictive density of y "
-        "(as given, not standardised; '-' for models without a distribution). Every sample "
+        "(an ensemble's: its mixture; y as given, not standardised; '-' for models without a "
+        "distribution). Every sample "
         "is predicted before it is learnt, the warm-up included; time and samples/s include "
         "the warm-up fit."
     )

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import copy
+import math
 
 import numpy as np
 from river import base
 
 from river_doebe._engine import Engine, MemberSpec
 from river_doebe.basis import Linear
+from river_doebe.distributions import GaussianMixture
 from river_doebe.learner import DOBE, _ArrayRegressorMixin
 
 __all__ = ["DOEBE", "SDOEBE", "EDOEBE", "edoebe_transition"]
@@ -97,6 +99,10 @@ class _Ensemble(_ArrayRegressorMixin, base.MiniBatchRegressor):
             raise RuntimeError("the ensemble builds its members at the first sample")
         return self._engine.members
 
+    def _dist_z(self, z):
+        w, means, variances, mean, var = self._engine.mixture(z)
+        return GaussianMixture._from_moments(w, means, variances, mean, var)
+
     def member_predictions(self, x: dict):
         """Each member's predictive ``(means, variances)`` for ``x`` and the weights that the
         ensemble's prediction for ``x`` uses (after switching). Dropped members give NaN."""
@@ -107,9 +113,12 @@ class _Ensemble(_ArrayRegressorMixin, base.MiniBatchRegressor):
 class DOEBE(_Ensemble):
     """Bayesian model averaging of DOBE learners (OEBE when all are static; paper Sec. 3.1-3.2).
 
-    Each member predicts ``N(mean_m, var_m)``; the ensemble predicts the moment-matched mixture
-    ``mean = sum w_m mean_m`` and ``var = sum w_m (var_m + (mean_m - mean)^2)`` and, once the
-    target is seen, multiplies each weight by the member's predictive density of it. The weights
+    Each member predicts ``N(mean_m, var_m)``; the ensemble's predictive is the mixture
+    ``sum w_m N(mean_m, var_m)``. ``predict_one(x)`` returns its mean ``sum w_m mean_m``, and
+    ``predict_one(x, with_dist=True)`` the whole mixture as a
+    :class:`river_doebe.distributions.GaussianMixture`, whose ``mu`` and ``sigma`` are the
+    moment-matched ``mean`` and ``sqrt(sum w_m (var_m + (mean_m - mean)^2))``. Once the target
+    is seen, each weight is multiplied by the member's predictive density of it. The weights
     are kept in the log domain; a weight that falls below ``weight_floor`` is set to zero and its
     member is not updated any more. For static members the weights are the normalised model
     evidences.
@@ -362,6 +371,17 @@ class EDOEBE(_WarmupFace, _Ensemble):
     >>> len(model.members), sorted({m["family"] for m in model.describe()})
     (36, ['HilbertGP', 'RBFNetwork', 'RandomFourierFeatures'])
 
+    The predictive distribution is the mixture of the members' Gaussians, in the units of ``y``;
+    its ``mu`` is the point prediction:
+
+    >>> x = {i: 0.5 for i in range(10)}
+    >>> dist = model.predict_one(x, with_dist=True)
+    >>> import math
+    >>> dist.mu == model.predict_one(x)
+    True
+    >>> math.isclose(dist.log_pdf(15.0), model.log_density_one(x, 15.0))
+    True
+
     Explicit members, no warm-up:
 
     >>> from river import datasets, preprocessing
@@ -447,6 +467,19 @@ class EDOEBE(_WarmupFace, _Ensemble):
         mean, var = self._engine.predict(self._std.x(z))
         return self._std.y_back(mean, var)
 
+    def _dist_z(self, z):
+        if self._engine is None:
+            mean, var = self._warm.predict(z)
+            return GaussianMixture._from_moments([1.0], [mean], [var], mean, var)
+        if self._std is None:
+            return super()._dist_z(z)
+        w, means, variances, mean, var = self._engine.mixture(self._std.x(z))
+        scale, shift = self._std.y_scale, self._std.y_mean
+        mean, var = self._std.y_back(mean, var)
+        return GaussianMixture._from_moments(
+            w, means * scale + shift, variances * scale**2, mean, var
+        )
+
     def _learn_z(self, z, y):
         self._n_seen += 1
         if self._engine is None:
@@ -462,11 +495,11 @@ class EDOEBE(_WarmupFace, _Ensemble):
     def _log_density_z(self, z, y):
         if self._engine is None:
             mean, var = self._warm.predict(z)
-            return -0.5 * (np.log(2 * np.pi * var) + (y - mean) ** 2 / var)
+            return -0.5 * (math.log(2 * math.pi * var) + (y - mean) ** 2 / var)
         if self._std is None:
             return self._engine.log_density(z, y)
-        return self._engine.log_density(self._std.x(z), self._std.y(y)) - np.log(
-            self._std.y_scale
+        return float(
+            self._engine.log_density(self._std.x(z), self._std.y(y)) - math.log(self._std.y_scale)
         )
 
     def member_predictions(self, x: dict):

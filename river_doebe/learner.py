@@ -66,8 +66,10 @@ class _ArrayRegressorMixin:
 
     # river API -----------------------------------------------------------
     def predict_one(self, x: dict, with_dist: bool = False):
-        mean, var = self._predict_z(self._ready(x))
-        return self._output(mean, var, with_dist)
+        z = self._ready(x)
+        if with_dist:
+            return self._dist_z(z)
+        return self._predict_z(z)[0]
 
     def learn_one(self, x: dict, y: float) -> None:
         y = check_target(y)
@@ -99,10 +101,11 @@ class _ArrayRegressorMixin:
         y = check_target(y)
         return self._log_density_z(self._ready(x), y)
 
-    def _output(self, mean: float, var: float, with_dist: bool):
-        if with_dist:
-            return proba.Gaussian._from_state(n=1, m=mean, var=var, ddof=0)
-        return mean
+    def _dist_z(self, z: np.ndarray):
+        """The predictive distribution for ``z`` (a Gaussian; the ensembles return their
+        mixture)."""
+        mean, var = self._predict_z(z)
+        return proba.Gaussian._from_state(n=1, m=mean, var=var, ddof=0)
 
     @property
     def n_samples_seen(self) -> int:

@@ -245,6 +245,20 @@ class PredictiveLogLikelihood(metrics_base.RegressionMetric):
     A predictive variance of zero gives a log density of $-\\infty$ (or an error for a tuple):
     the metric then stays at $-\\infty$, which is the honest score.
 
+    The ensembles of this package predict a mixture of their members' Gaussians
+    (:class:`river_doebe.distributions.GaussianMixture`), and the metric scores its exact log
+    density: that is the paper's definition, the mean of $\\log p(y_{t+1} \\mid
+    x_{1:t+1}, y_{1:t})$. With ``moment_matched=True`` it scores the Gaussian with the same
+    mean and variance instead, as the paper's code does (its reported figures): a mixture's own
+    density is at least as good on average, and the two differ most when members that disagree
+    by more than the noise share the weight.
+
+    Parameters
+    ----------
+    moment_matched
+        Score ``N(y; mu, sigma^2)`` from the prediction's ``mu`` and ``sigma`` even when it has
+        a density of its own.
+
     Examples
     --------
     >>> from river import proba
@@ -278,7 +292,8 @@ class PredictiveLogLikelihood(metrics_base.RegressionMetric):
     #: Tells `progressive_scores` to pass the predictive distribution, not its mean.
     requires_distribution = True
 
-    def __init__(self):
+    def __init__(self, moment_matched: bool = False):
+        self.moment_matched = moment_matched
         self._w = 0.0
         self._sum = 0.0
 
@@ -286,12 +301,19 @@ class PredictiveLogLikelihood(metrics_base.RegressionMetric):
     def bigger_is_better(self):
         return True
 
+    def _term(self, y_true, y_pred) -> float:
+        if self.moment_matched and not isinstance(y_pred, tuple | list):
+            mu, sigma = getattr(y_pred, "mu", None), getattr(y_pred, "sigma", None)
+            if mu is not None and sigma is not None:
+                return _gaussian_log_density(y_true, mu, sigma * sigma)
+        return _log_density(y_pred, y_true)
+
     def update(self, y_true, y_pred, w=1.0) -> None:
-        self._sum += w * _log_density(y_pred, y_true)
+        self._sum += w * self._term(y_true, y_pred)
         self._w += w
 
     def revert(self, y_true, y_pred, w=1.0) -> None:
-        self._sum -= w * _log_density(y_pred, y_true)
+        self._sum -= w * self._term(y_true, y_pred)
         self._w -= w
         if self._w <= 0.0:
             self._w = self._sum = 0.0

@@ -1,0 +1,155 @@
+"""The ensembles' predictive distribution: a Gaussian mixture with river's distribution face."""
+
+import copy
+import itertools
+import math
+import pickle
+
+import numpy as np
+import pytest
+from river import proba
+from scipy import integrate, stats
+
+from river_doebe import DOBE, DOEBE, EDOEBE, SDOEBE, datasets, metrics
+from river_doebe.basis import Linear, RandomFourierFeatures
+from river_doebe.distributions import GaussianMixture
+
+
+def _mix():
+    return GaussianMixture([0.2, 0.5, 0.3], [-2.0, 0.5, 3.0], [0.5, 1.5, 0.25], seed=3)
+
+
+def test_density_cdf_and_moments_are_the_mixtures():
+    p = _mix()
+    w, m, v = p.weights, p.means, p.variances
+    for y in (-5.0, -2.0, 0.0, 0.7, 3.0, 9.0):
+        direct = sum(wk * stats.norm.pdf(y, mk, math.sqrt(vk)) for wk, mk, vk in zip(w, m, v))
+        assert p(y) == pytest.approx(direct, rel=1e-12)
+        assert p.log_pdf(y) == pytest.approx(math.log(direct), rel=1e-12)
+        cdf = sum(wk * stats.norm.cdf(y, mk, math.sqrt(vk)) for wk, mk, vk in zip(w, m, v))
+        assert p.cdf(y) == pytest.approx(cdf, rel=1e-12, abs=1e-300)
+    assert integrate.quad(p, -np.inf, np.inf)[0] == pytest.approx(1.0, rel=1e-9)
+    mean = integrate.quad(lambda y: y * p(y), -np.inf, np.inf)[0]
+    second = integrate.quad(lambda y: (y - mean) ** 2 * p(y), -np.inf, np.inf)[0]
+    assert p.mu == pytest.approx(mean, rel=1e-9)
+    assert p.sigma == pytest.approx(math.sqrt(second), rel=1e-9)
+    g = p.gaussian
+    assert isinstance(g, proba.Gaussian)
+    assert (g.mu, g.sigma) == pytest.approx((p.mu, p.sigma), rel=1e-12)
+
+
+def test_log_pdf_far_in_the_tails_stays_finite():
+    p = GaussianMixture([0.5, 0.5], [0.0, 1.0], [1e-6, 1e-6])
+    assert math.isfinite(p.log_pdf(1e3)) and p.log_pdf(1e3) < -1e11
+    assert p(1e3) == 0.0
+
+
+def test_samples_follow_the_mixture():
+    p = _mix()
+    draws = np.array([p.sample() for _ in range(40_000)])
+    assert draws.mean() == pytest.approx(p.mu, abs=4 * p.sigma / 200)
+    assert draws.std() == pytest.approx(p.sigma, rel=0.03)
+    again = _mix()
+    assert [again.sample() for _ in range(5)] == draws[:5].tolist()
+
+
+def test_mode_is_a_maximum_of_the_density():
+    single = GaussianMixture([1.0], [1.5], [2.0])
+    assert single.mode == pytest.approx(1.5)
+    p = _mix()
+    grid = np.linspace(-6, 6, 200_001)
+    best = grid[np.argmax([p(y) for y in grid])]
+    assert p.mode == pytest.approx(best, abs=1e-4)
+
+
+def test_zero_weights_are_dropped_and_bad_components_refused():
+    p = GaussianMixture([0.0, 2.0, 2.0], [5.0, 0.0, 1.0], [1.0, 1.0, 1.0])
+    assert p.n_components == 2
+    np.testing.assert_allclose(p.weights, [0.5, 0.5])
+    for bad in (
+        ([], [], []),
+        ([1.0], [0.0, 1.0], [1.0, 1.0]),
+        ([0.0], [0.0], [1.0]),
+        ([-1.0, 2.0], [0.0, 1.0], [1.0, 1.0]),
+        ([1.0], [np.nan], [1.0]),
+        ([1.0], [0.0], [0.0]),
+        ([1.0], [0.0], [np.inf]),
+    ):
+        with pytest.raises(ValueError):
+            GaussianMixture(*bad)
+    with pytest.raises(NotImplementedError):
+        p.update(1.0)
+    with pytest.raises(NotImplementedError):
+        p.revert(1.0)
+
+
+def test_pickle_and_clone():
+    p = _mix()
+    q = pickle.loads(pickle.dumps(p))
+    assert q.log_pdf(0.3) == p.log_pdf(0.3) and (q.mu, q.sigma) == (p.mu, p.sigma)
+    c = p.clone()
+    assert c.log_pdf(0.3) == p.log_pdf(0.3)
+    assert repr(p).startswith("GaussianMixture(3 components, μ=")
+
+
+def _rff_members():
+    return [
+        DOBE(RandomFourierFeatures(10, lengthscale=ls, seed=1), var_eps=0.1, var_rw=rw)
+        for ls in (0.5, 2.0)
+        for rw in (0.0, 1e-3)
+    ]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: DOEBE(_rff_members()),
+        lambda: SDOEBE(_rff_members(), transition=np.full((4, 4), 0.25)),
+        lambda: EDOEBE(models=[DOBE(Linear(), var_eps=0.1), DOBE(Linear(), var_eps=1.0)]),
+        lambda: EDOEBE(n_warmup=60, n_samples=2, seed=2, families=("rff", "linear")),
+    ],
+)
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_an_ensembles_distribution_is_its_exact_predictive(make):
+    model = make()
+    for i, (x, y) in enumerate(itertools.islice(datasets.Drift(n_samples=300, seed=4), 150)):
+        dist = model.predict_one(x, with_dist=True)
+        assert isinstance(dist, GaussianMixture)
+        # the moments are bit for bit the point prediction and its variance
+        assert dist.mu == model.predict_one(x)
+        assert dist.log_pdf(y) == pytest.approx(model.log_density_one(x, y), rel=1e-10, abs=1e-10)
+        if i > 100 and dist.n_components > 1:
+            means, variances, w = model.member_predictions(x)
+            live = w > 0
+            np.testing.assert_allclose(np.sort(dist.means), np.sort(means[live]), rtol=1e-12)
+            assert dist.weights.sum() == pytest.approx(1.0)
+        model.learn_one(x, y)
+    # a distribution handed out earlier is not changed by later learning
+    before = copy.deepcopy(dist)
+    model.learn_one(x, y)
+    assert dist.log_pdf(0.1) == before.log_pdf(0.1)
+
+
+def test_a_single_learner_still_gives_a_river_gaussian():
+    model = DOBE(Linear(), var_eps=0.1)
+    model.learn_one({"x": 1.0}, 2.0)
+    assert isinstance(model.predict_one({"x": 1.0}, with_dist=True), proba.Gaussian)
+
+
+def test_the_metric_scores_the_mixture_or_its_moment_match():
+    mix = GaussianMixture([0.5, 0.5], [-1.0, 1.0], [0.01, 0.01])
+    exact, matched = metrics.PLL(), metrics.PLL(moment_matched=True)
+    exact.update(1.0, mix)
+    matched.update(1.0, mix)
+    assert exact.get() == pytest.approx(mix.log_pdf(1.0))
+    assert matched.get() == pytest.approx(stats.norm.logpdf(1.0, mix.mu, mix.sigma))
+    assert exact.get() > matched.get() + 2
+    # a Gaussian, or a (mean, var) tuple, scores the same either way
+    g = proba.Gaussian._from_state(n=1, m=0.3, var=0.5, ddof=0)
+    for pred in (g, (0.3, 0.5)):
+        a, b = metrics.PLL(), metrics.PLL(moment_matched=True)
+        a.update(1.0, pred)
+        b.update(1.0, pred)
+        assert a.get() == pytest.approx(b.get(), rel=1e-12)
+    matched.revert(1.0, mix)
+    assert matched.get() == 0.0
