@@ -150,6 +150,30 @@ def test_collapsed_weight_revives_under_switching():
     assert pll_sw > pll_bma + 1000
 
 
+@pytest.mark.parametrize("levels, delta", [((1e-3,), 1e-2), ((1e-2, 1e-4), 0.05)])
+def test_edoebe_pays_at_most_the_switching_share_against_any_member(levels, delta):
+    """Fixed-share bound: the prediction weight of member k is at least min_k Q_kk times its
+    last posterior weight, so over T steps the E-DOEBE's log evidence is at least any member's
+    cumulative log density minus log M and T log(1 / min Q_kk) (the price of its insurance)."""
+    X, y = _static_then_drift()
+    ens = EDOEBE(
+        models=[DOBE(Linear(bias=False), var_eps=0.01), DOBE(Linear(), var_eps=0.1)],
+        rw_variances=levels, delta=delta, weight_floor=0.0,
+    )
+    member_ll = None
+    for i, (x, t) in enumerate(zip(_dicts(X), y)):
+        ens.learn_one(x, t)
+        ll = ens._engine.loglik.copy()
+        member_ll = ll if member_ll is None else member_ll + ll
+        if i in (10, 500, 1999, len(y) - 1):
+            T, M = i + 1, len(ens.members)
+            q_min = edoebe_transition(2, len(levels) + 1, delta).diagonal().min()
+            slack = math.log(M) - T * math.log(q_min)
+            assert ens._engine.log_evidence >= member_ll.max() - slack - 1e-9
+    # the insurance pays here: switching between twins beats every member once the data drift
+    assert ens._engine.log_evidence > member_ll.max() + 100
+
+
 def test_dropped_members_are_not_updated():
     X, y = _stream(n=300)
     ens = DOEBE([DOBE(Linear(), var_eps=0.25), DOBE(Linear(), var_eps=50.0)], weight_floor=1e-16)
