@@ -11,8 +11,10 @@ are standardised with the mean and standard deviation of the first ``n_warmup`` 
 every model learns those samples unscored (the E-DOEBE warms up on exactly them, with
 ``n_warmup`` equal to the window), then the rest is streamed strictly one step ahead (predict,
 score, learn). nMSE = MSE / Var(y over the streamed part); PLL = mean log density of the
-standardised target under the model's Gaussian prediction, for the models that give one
-(``predict_one(x, with_dist=True)``: the Bayesian linear regressions and the E-DOEBE);
+standardised target under the moment-matched Gaussian of the model's prediction (the paper's
+figure), and ``pll_mixture`` under the model's own predictive (the E-DOEBE's is the mixture of
+its members' Gaussians), for the models that give one (``predict_one(x, with_dist=True)``: the
+Bayesian linear regressions and the E-DOEBE);
 samples/s counts the streamed part only (predict + learn per sample; the E-DOEBE's warm-up fit
 is reported separately as ``warm-up [s]``).
 

@@ -260,6 +260,22 @@ class Engine:
         f = int(self.F[k])
         return self.mu[k, :f].copy(), self.Sigma[k, :f, :f].copy()
 
+    def replay(self, Z: np.ndarray, Y) -> None:
+        """Filter a window ``(Z, Y)`` through every member, then restart the weights uniform.
+
+        The weights take no part: no floor drops a member half-way through the window (its
+        filter would then miss the rest of it), and the window's densities do not count.
+        """
+        Y = Y.tolist() if isinstance(Y, np.ndarray) else list(Y)
+        floor = self.log_floor
+        self.log_floor = -np.inf
+        try:
+            for z, y in zip(Z, Y, strict=True):
+                self.learn(z, y)
+        finally:
+            self.log_floor = floor
+        self.reset_weights()
+
     def reset_weights(self) -> None:
         """Back to uniform weights (and an empty log evidence); the members' states are kept."""
         self.log_w[:] = -math.log(self.M)

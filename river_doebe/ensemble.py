@@ -129,7 +129,11 @@ class DOEBE(_Ensemble):
         The members, as :class:`river_doebe.DOBE` learners (their parameters are used; each
         member gets its own copy of the basis).
     weight_floor
-        Weights below it are zeroed (the paper uses 1e-16); 0 keeps every member.
+        Weights below it are zeroed and their members no longer updated, to save their work;
+        0 keeps every member. The paper uses 1e-16, but a member that far behind can still come
+        back under model averaging (37 nats of evidence), and pruning it there can drop a whole
+        family that would have led later (CaData); the default 1e-100 prunes only members that
+        would need 230 nats to return.
 
     Examples
     --------
@@ -150,7 +154,7 @@ class DOEBE(_Ensemble):
 
     """
 
-    def __init__(self, models: list, weight_floor: float = 1e-16):
+    def __init__(self, models: list, weight_floor: float = 1e-100):
         self.models = models
         self.weight_floor = weight_floor
         Engine([MemberSpec(Linear(), 1.0, 1.0, 0.0)], None, float(weight_floor))
@@ -203,7 +207,7 @@ class SDOEBE(_Ensemble):
 
     """
 
-    def __init__(self, models: list, transition, weight_floor: float = 1e-16):
+    def __init__(self, models: list, transition, weight_floor: float = 1e-100):
         self.models = models
         self.transition = transition
         self.weight_floor = weight_floor
@@ -346,7 +350,9 @@ class EDOEBE(_WarmupFace, _Ensemble):
     models
         Explicit members (skips the warm-up, see above).
     weight_floor
-        Posterior weights below it are zeroed before the next switching step (paper: 1e-16).
+        Posterior weights below it are zeroed before the next switching step, and their
+        members no longer updated (the paper: 1e-16; see :class:`river_doebe.DOEBE` for the
+        default 1e-100).
     starts
         Starting length scales of the optimiser, as multiples of each input's warm-up range.
     replay
@@ -414,7 +420,7 @@ class EDOEBE(_WarmupFace, _Ensemble):
         delta: float = 1e-2,
         seed: int | None = None,
         models: list | None = None,
-        weight_floor: float = 1e-16,
+        weight_floor: float = 1e-100,
         starts: tuple = (0.1, 1.0, 10.0),
         replay: bool = True,
         verbose: bool = False,

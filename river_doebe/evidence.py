@@ -244,6 +244,13 @@ def log_evidence(Phi, y, var_theta, var_eps, grad=False):
 # ====================================================================== hyperparameter layout
 
 
+def _ranges(Z) -> np.ndarray:
+    """Range of every input of ``Z`` (a zero or non-finite range counts as 1)."""
+    Z = np.asarray(Z, dtype=np.float64)
+    ranges = np.ptp(Z, axis=0) if Z.shape[0] else np.ones(Z.shape[1])
+    return np.where(np.isfinite(ranges) & (ranges > 0), ranges, 1.0)
+
+
 def _lengthscale_dim(position: int, n_ls: int, n_inputs: int) -> int:
     """Input dimension a length-scale entry refers to (-1: isotropic, use the mean range).
 
@@ -357,14 +364,31 @@ class HyperLayout:
             for lo, hi in zip(self.lower, self.upper, strict=True)
         ]
 
+    def with_lengthscale_floor(self, Z, ratio: float) -> HyperLayout:
+        """The layout with every length scale bounded below by ``ratio`` times the range of
+        its input in ``Z`` (the mean range for an isotropic one); ``ratio = 0`` changes
+        nothing. A floor above a length scale's upper bound leaves that entry as it was."""
+        ratio = float(ratio)
+        if not (math.isfinite(ratio) and ratio >= 0):
+            raise ValueError(f"the length-scale floor must be a number >= 0, got {ratio!r}")
+        if ratio == 0 or not self.lengthscale_index:
+            return self
+        ranges = _ranges(Z)
+        lower = self.lower.copy()
+        for i, d in zip(self.lengthscale_index, self.lengthscale_dim, strict=True):
+            rng_d = float(np.mean(ranges)) if d < 0 else float(ranges[d])
+            floor = math.log(ratio * rng_d)
+            if lower[i] < floor < self.upper[i]:
+                lower[i] = floor
+        return HyperLayout(self.names, lower, self.upper, self.lengthscale_index,
+                           self.lengthscale_dim)
+
     def start(self, basis, Z, var_theta, var_eps, scale) -> np.ndarray:
         """Starting ``u``: the basis' current ``psi`` with every log length scale set to
         ``log(scale * range(Z[:, d]))`` (a zero or non-finite range counts as 1), clipped to
         the bounds."""
         u = self.pack(var_theta, var_eps, basis.get_hyper())
-        Z = np.asarray(Z, dtype=np.float64)
-        ranges = np.ptp(Z, axis=0) if Z.shape[0] else np.ones(Z.shape[1])
-        ranges = np.where(np.isfinite(ranges) & (ranges > 0), ranges, 1.0)
+        ranges = _ranges(Z)
         for i, d in zip(self.lengthscale_index, self.lengthscale_dim, strict=True):
             rng_d = float(np.mean(ranges)) if d < 0 else float(ranges[d])
             u[i] = math.log(scale * rng_d)
@@ -553,6 +577,7 @@ def fit_hyperparameters(
     maxiter=500,
     seed=None,
     fit_basis=True,
+    start_floor=None,
 ):
     """Type-II maximum likelihood of ``var_theta``, ``var_eps`` and the basis' hyperparameters
     from several starts (paper Sec. 4.1).
@@ -583,6 +608,17 @@ def fit_hyperparameters(
     fit_basis
         Whether to call ``basis.fit(Z)`` first (data-dependent settings such as boundaries or
         centres).
+    start_floor
+        Each start searches length scales of at least ``start_floor`` times its starting value
+        (``0``: only ``bounds``; ``None``: the basis family's own ``start_floor``, 0.1 for
+        random Fourier features and 0 for the others), so that the starts stay distinct modes
+        at their own scales: with the starts 0.1, 1 and 10 and ``0.1``, the widest start keeps
+        length scales of at least each input's warm-up range. Unbounded, every start may end at
+        the same short scales, and hyperparameters frozen after the warm-up cannot vouch for
+        variation on scales shorter than the window's spread once later inputs leave its box
+        (a random Fourier feature, which mixes every input, then responds with what is
+        effectively noise); the smooth mode is the one that extrapolates, and the ensemble's
+        weights choose between the modes on the stream.
 
     Returns
     -------
@@ -609,14 +645,21 @@ def fit_hyperparameters(
     starts = tuple(float(s) for s in starts)
     if not starts or any(not (np.isfinite(s) and s > 0) for s in starts):
         raise ValueError(f"starts must be positive numbers, got {starts}")
-    u0s, scales = [], []
+    if start_floor is None:
+        start_floor = getattr(basis, "start_floor", 0.0)
+    start_floor = float(start_floor)
+    if not (math.isfinite(start_floor) and 0.0 <= start_floor <= 1.0):
+        raise ValueError(f"start_floor must be in [0, 1], got {start_floor!r}")
+    u0s, scales, layouts = [], [], []
     for s in starts:
-        u0 = layout.start(basis, Z, var_theta, var_eps, s)
+        lay = layout.with_lengthscale_floor(Z, start_floor * s)
+        u0 = lay.start(basis, Z, var_theta, var_eps, s)
         if not any(np.array_equal(u0, v) for v in u0s):
             u0s.append(u0)
             scales.append(s)
+            layouts.append(lay)
 
-    def run(u0, s):
+    def run(u0, s, layout):
         obj.n_failed, obj.last_error = 0, None
         try:
             res = optimize.minimize(
@@ -675,8 +718,8 @@ def fit_hyperparameters(
         )
 
     modes, failures = [], []
-    for u0, s in zip(u0s, scales, strict=True):
-        mode, reason = run(u0, s)
+    for u0, s, lay in zip(u0s, scales, layouts, strict=True):
+        mode, reason = run(u0, s, lay)
         if mode is None:
             warnings.warn(
                 f"start s={s:g} of {type(basis).__name__} failed and is skipped: {reason}",
@@ -688,9 +731,9 @@ def fit_hyperparameters(
             modes.append(mode)
     if not modes:
         rng = np.random.default_rng(seed)
-        for u0, s in zip(u0s, scales, strict=True):
-            u1 = layout.clip(u0 + 0.5 * rng.standard_normal(u0.shape))
-            mode, reason = run(u1, s)
+        for u0, s, lay in zip(u0s, scales, layouts, strict=True):
+            u1 = lay.clip(u0 + 0.5 * rng.standard_normal(u0.shape))
+            mode, reason = run(u1, s, lay)
             if mode is not None:
                 modes.append(mode)
             else:
@@ -950,6 +993,7 @@ def build_members(
     fit_basis=True,
     perturb_var=1e-3,
     min_eigenvalue=1.0,
+    start_floor=None,
 ):
     """Members of one basis family for an ensemble's warm-up: every mode of the evidence plus
     ``n_samples - 1`` draws around each (paper Sec. 4.1).
@@ -968,7 +1012,7 @@ def build_members(
         Seed of the draws (each mode gets an independent stream); same seed, same members.
     method
         ``"auto"``, ``"laplace"`` or ``"perturb"``, see :func:`laplace_covariance`.
-    var_theta, var_eps, bounds, maxiter, fit_basis
+    var_theta, var_eps, bounds, maxiter, fit_basis, start_floor
         Passed to :func:`fit_hyperparameters`.
     perturb_var, min_eigenvalue
         Passed to :func:`laplace_samples`.
@@ -994,6 +1038,7 @@ def build_members(
         maxiter=maxiter,
         seed=seed,
         fit_basis=fit_basis,
+        start_floor=start_floor,
     )
     if Z.ndim == 1:
         Z = Z[:, None]

@@ -369,7 +369,7 @@ def fit_ensemble(
     n_samples: int = 5,
     levels=(1e-3, 0.0),
     delta: float = 1e-2,
-    weight_floor: float = 1e-16,
+    weight_floor: float = 1e-100,
     starts=(0.1, 1.0, 10.0),
     seed: int | None = None,
     replay: bool = True,
@@ -406,9 +406,7 @@ def fit_ensemble(
         # fitted on these very samples, so their predictive densities here are in-sample and
         # would hand the weights to whichever family overfits the window most (an RBF network
         # with its centres on the data), zeroing the others for good.
-        for z, t in zip(Z, Y):
-            engine.learn(z, float(t))
-        engine.reset_weights()
+        engine.replay(Z, Y)
     if verbose:
         print(
             f"[river-doebe] warm-up done: {engine.M} members from {X.shape[0]} samples in "

@@ -52,6 +52,20 @@ def test_peers_runs_and_writes_its_outputs(tmp_path):
     assert "EDOEBE" in (tmp_path / "peers.md").read_text()
 
 
+def test_lookahead_runs_and_writes_its_outputs(tmp_path):
+    lookahead = _load("lookahead")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        code = lookahead.main(["--streams", "friedman1", "--max-samples", "700", "--n-warmup",
+                               "300", "--n-samples", "2", "--starts", "1", "--out",
+                               str(tmp_path)])
+    assert code == 0
+    doc = json.loads((tmp_path / "lookahead.json").read_text())
+    r = doc["results"]["friedman1"]["E-DOEBE"]
+    assert set(r) >= {"one_step", "look_ahead", "members"}
+    assert "look-ahead" in (tmp_path / "lookahead.md").read_text()
+
+
 def test_throughput_runs_and_writes_its_outputs(tmp_path, monkeypatch):
     throughput = _load("throughput")
     # a smaller ensemble and warm-up keep the smoke run short; the script's own defaults

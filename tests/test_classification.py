@@ -347,7 +347,8 @@ def test_dropped_members_are_not_updated():
         [
             DOBEClassifier(Linear(), var_theta=10.0),
             DOBEClassifier(Linear(bias=False), var_theta=1e-6),
-        ]
+        ],
+        weight_floor=1e-16,
     )
     xs = _dicts(X)
     for x, t in zip(xs, y, strict=True):

@@ -129,8 +129,8 @@ def test_collapsed_weight_revives_under_switching():
         DOBE(Linear(bias=False), var_eps=0.01, var_rw=1e-3),
         DOBE(Linear(bias=False), var_eps=0.01),
     ]
-    bma = DOEBE(members())
-    switching = SDOEBE(members(), transition=edoebe_transition(1, 2, 1e-2))
+    bma = DOEBE(members(), weight_floor=1e-16)  # the paper's floor
+    switching = SDOEBE(members(), transition=edoebe_transition(1, 2, 1e-2), weight_floor=1e-16)
     w_bma, w_sw = [], []
     pll_bma, pll_sw = 0.0, 0.0
     for i, (x, t) in enumerate(zip(_dicts(X), y)):
@@ -276,3 +276,57 @@ def test_bad_input_leaves_an_ensemble_untouched(warm):
     with pytest.raises(ValueError, match="target"):
         model.learn_one({"a": 1.0, "b": 1.0}, float("inf"))
     assert pickle.dumps(model) == before
+
+
+def test_replay_filters_every_member_through_the_whole_window():
+    """The warm-up replay must not let the weight floor drop a member half-way: each member's
+    posterior after it is that of the member alone on the window, and the weights are uniform."""
+    from river_doebe._engine import Engine, MemberSpec
+
+    X, y = _stream(n=300)
+    specs = [MemberSpec(Linear(), 1.0, 0.25, 0.0), MemberSpec(Linear(), 1.0, 50.0, 1e-3)]
+    engine = Engine(specs, None, weight_floor=1e-16)
+    engine.setup(2)
+    engine.replay(X, y)
+    for k, spec in enumerate(specs):
+        alone = Engine([MemberSpec(Linear(), spec.var_theta, spec.var_eps, spec.var_rw)])
+        alone.setup(2)
+        for z, t in zip(X, y):
+            alone.learn(z, float(t))
+        mu, Sigma = engine.posterior(k)
+        mu_a, Sigma_a = alone.posterior(0)
+        np.testing.assert_allclose(mu, mu_a, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(Sigma, Sigma_a, rtol=1e-12, atol=1e-14)
+    np.testing.assert_array_equal(engine.weights, [0.5, 0.5])
+    assert engine.log_floor == math.log(1e-16)
+    # the same window learnt normally drops the second member for good
+    normal = Engine([MemberSpec(Linear(), 1.0, 0.25, 0.0), MemberSpec(Linear(), 1.0, 50.0, 1e-3)],
+                    None, weight_floor=1e-16)
+    normal.setup(2)
+    for z, t in zip(X, y):
+        normal.learn(z, float(t))
+    assert normal.weights[1] == 0.0
+
+
+def test_default_floor_keeps_a_member_that_comes_back():
+    """The paper's floor (1e-16) prunes a member 37 nats behind for good; the default (1e-100)
+    keeps it, and model averaging hands it the weight once it is the better model."""
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=80)
+    y = np.r_[0.1 * rng.normal(size=40), 1.0 * rng.normal(size=40)]  # the noise grows
+    xs = [{"x": float(v)} for v in x]
+
+    def run(**kw):
+        ens = DOEBE([DOBE(Linear(), var_eps=0.01), DOBE(Linear(), var_eps=1.0)], **kw)
+        w40 = None
+        for i, (xi, t) in enumerate(zip(xs, y)):
+            ens.learn_one(xi, float(t))
+            if i == 39:
+                w40 = ens.weights[1]
+        return w40, ens.weights[1]
+
+    w40, w_end = run()
+    assert 0 < w40 < 1e-16 and w_end > 0.99
+    w40, w_end = run(weight_floor=1e-16)
+    assert w40 == 0.0 and w_end == 0.0
+    assert DOEBE([DOBE()]).weight_floor == 1e-100

@@ -411,6 +411,43 @@ def test_fit_returns_modes_within_bounds():
     assert best < start
 
 
+def test_lengthscale_floor_of_a_layout():
+    rng = np.random.default_rng(7)
+    Z = np.column_stack([rng.uniform(0, 4, 100), rng.uniform(-1, 1, 100)])
+    layout = HyperLayout.from_basis(_Cosine().fit(Z))
+    assert layout.with_lengthscale_floor(Z, 0.0) is layout
+    floored = layout.with_lengthscale_floor(Z, 0.5)
+    np.testing.assert_allclose(np.exp(floored.lower[2:]), 0.5 * np.ptp(Z, axis=0))
+    np.testing.assert_array_equal(floored.lower[:2], layout.lower[:2])
+    np.testing.assert_array_equal(floored.upper, layout.upper)
+    # a floor above the upper bound leaves that entry alone
+    np.testing.assert_array_equal(layout.with_lengthscale_floor(Z, 1e6).lower, layout.lower)
+    with pytest.raises(ValueError):
+        layout.with_lengthscale_floor(Z, -1.0)
+
+
+def test_start_floor_keeps_each_start_at_its_own_scale():
+    """With ``start_floor`` each mode stays at or above a tenth of its start, draws too."""
+    rng = np.random.default_rng(8)
+    Z = rng.uniform(-3, 3, size=(200, 2))
+    y = np.sin(3 * Z[:, 0]) * np.cos(2 * Z[:, 1]) + 0.1 * rng.normal(size=200)
+    ranges = np.ptp(Z, axis=0)
+    modes = fit_hyperparameters(_Cosine(n_freq=15, seed=1), Z, y, start_floor=0.1)
+    assert [m.start_scale for m in modes] == [0.1, 1.0, 10.0]
+    for m in modes:
+        ell = np.exp(m.u[2:])
+        assert np.all(ell >= 0.1 * m.start_scale * ranges * (1 - 1e-9))
+        np.testing.assert_allclose(np.exp(m.layout.lower[2:]), 0.1 * m.start_scale * ranges)
+    with pytest.raises(ValueError, match="start_floor"):
+        fit_hyperparameters(_Cosine(n_freq=15), Z, y, start_floor=2.0)
+    members = build_members(_Cosine(n_freq=15, seed=1), Z, y, n_samples=4, seed=3,
+                            start_floor=0.1)
+    assert len(members) == 12
+    wide = [m for m in members if m.mode_index == 2]
+    for mem in wide:
+        assert np.all(np.exp(mem.basis.get_hyper()) >= ranges * (1 - 1e-9))
+
+
 def test_linear_basis_single_mode():
     rng = np.random.default_rng(9)
     Z = rng.normal(size=(300, 2))

@@ -65,6 +65,10 @@ class Basis(base.Transformer):
     #: whether a Laplace approximation over this family's hyperparameters is affordable
     laplace_ok: bool = True
 
+    #: the empirical-Bayes fit keeps each start's length scales at least this fraction of their
+    #: starting value (see :func:`river_doebe.evidence.fit_hyperparameters`); 0: no such bound
+    start_floor: float = 0.0
+
     # ------------------------------------------------------------------ lifecycle
     @property
     def n_inputs(self) -> int | None:

@@ -86,6 +86,15 @@ class RandomFourierFeatures(Basis):
     returned by :meth:`with_hyper` stores its frequencies in the ``frequencies`` parameter, so
     ``clone`` keeps them.
 
+    Fitted by empirical Bayes (:func:`river_doebe.evidence.fit_hyperparameters`, the warm-up of
+    :class:`river_doebe.EDOEBE`), each start keeps length scales of at least a tenth of its
+    starting value (``start_floor = 0.1``): the widest start, ten times each input's warm-up
+    range, stays a smooth mode of at least that range. Every feature mixes every input, so at
+    length scales shorter than the warm-up window's spread the features turn into noise once
+    later inputs leave the window's box (on CaData, whose first 1,000 rows cover a few streets,
+    latitude and longitude go 50 warm-up standard deviations out), and the smooth mode is the
+    one that still extrapolates; on streams that stay in the box the weights pick the others.
+
     Parameters
     ----------
     n_frequencies
@@ -181,6 +190,8 @@ class RandomFourierFeatures(Basis):
     def _unit_test_params(cls):
         yield {"n_frequencies": 5, "seed": 1}
         yield {"n_frequencies": 4, "kernel": "matern32", "sampler": "qmc", "seed": 2}
+
+    start_floor = 0.1
 
     @property
     def laplace_ok(self):
