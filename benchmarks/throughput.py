@@ -53,7 +53,10 @@ def candidates():
         "DOBE, 100 RFF features": lambda: DOBE(
             RandomFourierFeatures(50, lengthscale=0.5, seed=0), var_eps=0.1, var_rw=1e-4
         ),
-        "E-DOEBE, 90 members x 100 features (floor 1e-16)": lambda: ensemble_90(1e-16),
+        "E-DOEBE, 90 members x 100 features (the paper's floor 1e-16)": lambda: ensemble_90(
+            1e-16
+        ),
+        "E-DOEBE, 90 members x 100 features (default floor 1e-100)": lambda: ensemble_90(1e-100),
         "E-DOEBE, 90 members x 100 features (no floor: all live)": lambda: ensemble_90(0.0),
     }
 
