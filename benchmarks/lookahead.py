@@ -158,8 +158,8 @@ def main(argv=None) -> int:
     for name in cfg.streams or STREAMS:
         try:
             ds = datasets.load(name, directory=data_dir)
-        except FileNotFoundError as err:
-            skipped[name] = str(err).splitlines()[0]
+        except FileNotFoundError:
+            skipped[name] = f"{name}.npz not found in the data folder"
             continue
         X, y = ds.arrays()
         if cfg.max_samples:
