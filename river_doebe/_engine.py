@@ -56,6 +56,11 @@ def sparse_transition(Q: np.ndarray):
     return indptr, np.asarray(indices, dtype=np.int64), np.asarray(log_q, dtype=np.float64)
 
 
+#: the ensembles' default weight floor: a member is dropped only when it would need
+#: ``-log(1e-100)``, about 230 nats, of relative evidence to come back (the paper: 1e-16)
+WEIGHT_FLOOR = 1e-100
+
+
 class Engine:
     """``M`` Bayesian basis-expansion learners filtered together, optionally weighted and switched.
 

@@ -30,7 +30,7 @@ from river import base
 from scipy.special import expit
 
 from river_doebe import _logistic
-from river_doebe._engine import Engine, MemberSpec
+from river_doebe._engine import WEIGHT_FLOOR, Engine, MemberSpec
 from river_doebe.basis import Basis, Linear
 from river_doebe.ensemble import (
     _check_edoebe_params,
@@ -515,7 +515,7 @@ class DOEBEClassifier(_ClassifierEnsemble):
 
     """
 
-    def __init__(self, models: list, weight_floor: float = 1e-100):
+    def __init__(self, models: list, weight_floor: float = WEIGHT_FLOOR):
         self.models = models
         self.weight_floor = weight_floor
         LogisticEngine([MemberSpec(Linear(), 1.0, 0.0, 0.0)], None, float(weight_floor))
@@ -565,7 +565,7 @@ class SDOEBEClassifier(_ClassifierEnsemble):
 
     """
 
-    def __init__(self, models: list, transition, weight_floor: float = 1e-100):
+    def __init__(self, models: list, transition, weight_floor: float = WEIGHT_FLOOR):
         self.models = models
         self.transition = transition
         self.weight_floor = weight_floor
@@ -780,7 +780,7 @@ class EDOEBEClassifier(_WarmupFace, _ClassifierEnsemble):
         delta: float = 1e-2,
         seed: int | None = None,
         models: list | None = None,
-        weight_floor: float = 1e-100,
+        weight_floor: float = WEIGHT_FLOOR,
         starts: tuple = (0.1, 1.0, 10.0),
         replay: bool = True,
         verbose: bool = False,

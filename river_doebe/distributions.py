@@ -10,6 +10,7 @@ working.
 from __future__ import annotations
 
 import math
+import random
 
 import numpy as np
 from river import proba
@@ -68,7 +69,10 @@ class GaussianMixture(proba.base.ContinuousDistribution):
     """
 
     def __init__(self, weights, means, variances, seed: int | None = None):
-        super().__init__(seed)
+        # river's Distribution.__init__ would seed a generator from the OS at every prediction;
+        # only `sample` needs one, so it is made on first use (see `_rng`)
+        self.seed = seed
+        self._generator = None
         w = np.asarray(weights, dtype=np.float64).ravel()
         m = np.asarray(means, dtype=np.float64).ravel()
         v = np.asarray(variances, dtype=np.float64).ravel()
@@ -92,9 +96,22 @@ class GaussianMixture(proba.base.ContinuousDistribution):
     def _from_moments(cls, weights, means, variances, mu: float, var: float):
         """A mixture whose moments were already computed (by the engine, bit for bit the
         values ``predict_one`` returns)."""
-        new = cls(weights, means, variances)
+        # the engine's weights are positive and normalised and its variances positive: no
+        # checks on this per-sample path
+        new = cls.__new__(cls)
+        new.seed = None
+        new._generator = None
+        new.weights = np.asarray(weights, dtype=np.float64)
+        new.means = np.asarray(means, dtype=np.float64)
+        new.variances = np.asarray(variances, dtype=np.float64)
         new._moments = (float(mu), float(var))
         return new
+
+    @property
+    def _rng(self) -> random.Random:
+        if self._generator is None:
+            self._generator = random.Random(self.seed)
+        return self._generator
 
     # ------------------------------------------------------------------ moments
     def _mv(self) -> tuple[float, float]:

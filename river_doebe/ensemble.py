@@ -8,7 +8,7 @@ import math
 import numpy as np
 from river import base
 
-from river_doebe._engine import Engine, MemberSpec
+from river_doebe._engine import WEIGHT_FLOOR, Engine, MemberSpec
 from river_doebe.basis import Linear
 from river_doebe.distributions import GaussianMixture
 from river_doebe.learner import DOBE, _ArrayRegressorMixin
@@ -154,7 +154,7 @@ class DOEBE(_Ensemble):
 
     """
 
-    def __init__(self, models: list, weight_floor: float = 1e-100):
+    def __init__(self, models: list, weight_floor: float = WEIGHT_FLOOR):
         self.models = models
         self.weight_floor = weight_floor
         Engine([MemberSpec(Linear(), 1.0, 1.0, 0.0)], None, float(weight_floor))
@@ -207,7 +207,7 @@ class SDOEBE(_Ensemble):
 
     """
 
-    def __init__(self, models: list, transition, weight_floor: float = 1e-100):
+    def __init__(self, models: list, transition, weight_floor: float = WEIGHT_FLOOR):
         self.models = models
         self.transition = transition
         self.weight_floor = weight_floor
@@ -420,7 +420,7 @@ class EDOEBE(_WarmupFace, _Ensemble):
         delta: float = 1e-2,
         seed: int | None = None,
         models: list | None = None,
-        weight_floor: float = 1e-100,
+        weight_floor: float = WEIGHT_FLOOR,
         starts: tuple = (0.1, 1.0, 10.0),
         replay: bool = True,
         verbose: bool = False,
@@ -480,10 +480,8 @@ class EDOEBE(_WarmupFace, _Ensemble):
         if self._std is None:
             return super()._dist_z(z)
         w, means, variances, mean, var = self._engine.mixture(self._std.x(z))
-        scale, shift = self._std.y_scale, self._std.y_mean
-        mean, var = self._std.y_back(mean, var)
         return GaussianMixture._from_moments(
-            w, means * scale + shift, variances * scale**2, mean, var
+            w, *self._std.y_back(means, variances), *self._std.y_back(mean, var)
         )
 
     def _learn_z(self, z, y):
@@ -518,8 +516,7 @@ class EDOEBE(_WarmupFace, _Ensemble):
         if self._std is None:
             return self._engine.member_predictions(z)
         mean, var, w = self._engine.member_predictions(self._std.x(z))
-        scale = self._std.y_scale
-        return mean * scale + self._std.y_mean, var * scale**2, w
+        return *self._std.y_back(mean, var), w
 
     def _finish_warmup(self) -> None:
         from river_doebe.warmup import fit_ensemble

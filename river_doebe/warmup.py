@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from river_doebe import evidence
-from river_doebe._engine import MemberSpec
+from river_doebe._engine import WEIGHT_FLOOR, MemberSpec
 
 __all__ = ["Standardizer", "default_families", "fit_members"]
 
@@ -85,7 +85,8 @@ class Standardizer:
     def y(self, y):
         return (y - self.y_mean) / self.y_scale
 
-    def y_back(self, mean: float, var: float) -> tuple[float, float]:
+    def y_back(self, mean, var):
+        """A standardised mean and variance (numbers or arrays) back in the units of ``y``."""
         return mean * self.y_scale + self.y_mean, var * self.y_scale**2
 
 
@@ -369,7 +370,7 @@ def fit_ensemble(
     n_samples: int = 5,
     levels=(1e-3, 0.0),
     delta: float = 1e-2,
-    weight_floor: float = 1e-100,
+    weight_floor: float = WEIGHT_FLOOR,
     starts=(0.1, 1.0, 10.0),
     seed: int | None = None,
     replay: bool = True,
