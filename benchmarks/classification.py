@@ -52,7 +52,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import platform
 import sys
 import time
@@ -62,24 +61,19 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
+import river
+from _common import HERE, default_data_dir
+from river import forest, linear_model, preprocessing, tree
+from threadpoolctl import threadpool_limits
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-if str(ROOT) not in sys.path:  # run from a checkout without installing
-    sys.path.insert(0, str(ROOT))
-
-import river  # noqa: E402
-from river import forest, linear_model, preprocessing, tree  # noqa: E402
-from threadpoolctl import threadpool_limits  # noqa: E402
-
-from river_doebe import datasets  # noqa: E402
-from river_doebe.classification import (  # noqa: E402
+from river_doebe import datasets
+from river_doebe.classification import (
     DOBEClassifier,
     DOEBEClassifier,
     EDOEBEClassifier,
 )
-from river_doebe.cli import json_safe  # noqa: E402
-from river_doebe.warmup import Standardizer, default_families, fit_members  # noqa: E402
+from river_doebe.cli import json_safe
+from river_doebe.warmup import Standardizer, default_families, fit_members
 
 ORDERS = ("shuffled", "file", "left-to-right")
 FAMILIES = {"hsgp": ("HilbertGP", "HSGP"), "rff": ("RandomFourierFeatures", "RFF"),
@@ -130,14 +124,6 @@ class Config:
         return cfg
 
 
-def default_data_dir(given) -> Path | None:
-    """``--data-dir``, else ``$RIVER_DOEBE_DATA``, else ``../shared/data`` beside the checkout."""
-    if given:
-        return Path(given)
-    if os.environ.get(datasets.ENV_VAR):
-        return Path(os.environ[datasets.ENV_VAR])
-    beside = ROOT.parent / "shared" / "data"
-    return beside if beside.is_dir() else None
 
 
 def load(order: str, seed: int, data_dir, cfg: Config) -> tuple[np.ndarray, np.ndarray]:

@@ -26,22 +26,16 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import sys
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
+from _common import HERE, default_data_dir
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-if str(ROOT) not in sys.path:  # run from a checkout without installing
-    sys.path.insert(0, str(ROOT))
-
-from river_doebe import datasets  # noqa: E402
-from river_doebe.cli import json_safe  # noqa: E402
-from river_doebe.warmup import fit_ensemble  # noqa: E402
+from river_doebe import datasets
+from river_doebe.cli import json_safe
+from river_doebe.warmup import fit_ensemble
 
 STREAMS = ("friedman1", "friedman2", "elevators", "cadata", "cpusmall", "sarcos", "kuka1")
 MODELS = {
@@ -61,12 +55,11 @@ def score(engine, Z, Y) -> dict:
     out = {k: np.empty(n) for k in ("mean1", "var1", "meanL", "varL", "exact1")}
     for i in range(n):
         z, y = Z[i], float(Y[i])
-        means, variances, w = engine.member_predictions(z)
-        live = w > 0
-        m, v, w1 = means[live], variances[live], w[live]
+        out["mean1"][i], out["var1"][i] = engine.predict(z)  # the library's own prediction
         out["exact1"][i] = engine.log_density(z, y)
-        mu1 = float(w1 @ m)
-        out["mean1"][i], out["var1"][i] = mu1, float(w1 @ (v + (m - mu1) ** 2))
+        means, variances, w = engine.member_predictions(z)  # same predict step, cached
+        live = w > 0
+        m, v = means[live], variances[live]
         engine.learn(z, y)
         wl = engine.weights[live]  # the posterior weights: they have seen y
         muL = float(wl @ m)
@@ -151,9 +144,7 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     cfg = parse_args(argv)
-    data_dir = cfg.data_dir or os.environ.get(datasets.ENV_VAR)
-    if data_dir is None and (ROOT.parent / "shared" / "data").is_dir():
-        data_dir = ROOT.parent / "shared" / "data"
+    data_dir = default_data_dir(cfg.data_dir)
     results, skipped = {}, {}
     for name in cfg.streams or STREAMS:
         try:

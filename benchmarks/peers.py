@@ -31,24 +31,18 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import sys
 import time
 import warnings
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-if str(ROOT) not in sys.path:  # run from a checkout without installing
-    sys.path.insert(0, str(ROOT))
+from _common import HERE, default_data_dir
+from river import forest, linear_model, neighbors, preprocessing, tree
+from river import metrics as river_metrics
 
-from river import forest, linear_model, neighbors, preprocessing, tree  # noqa: E402
-from river import metrics as river_metrics  # noqa: E402
-
-from river_doebe import EDOEBE, datasets  # noqa: E402
-from river_doebe import metrics as rd_metrics  # noqa: E402
-from river_doebe.cli import json_safe  # noqa: E402
-from river_doebe.warmup import Standardizer  # noqa: E402
+from river_doebe import EDOEBE, datasets
+from river_doebe import metrics as rd_metrics
+from river_doebe.cli import json_safe
+from river_doebe.warmup import Standardizer
 
 STREAMS = ("drift", "static_then_drift", *datasets.PAPER_NAMES)
 QUICK_STREAMS = STREAMS  # cut to 2000 samples
@@ -87,13 +81,6 @@ def models(cfg: dict) -> dict:
     }
 
 
-def default_data_dir(given):
-    if given:
-        return Path(given)
-    if os.environ.get(datasets.ENV_VAR):
-        return Path(os.environ[datasets.ENV_VAR])
-    beside = ROOT.parent / "shared" / "data"
-    return beside if beside.is_dir() else None
 
 
 def load(name: str, data_dir, cfg: dict):

@@ -58,7 +58,6 @@ import argparse
 import copy
 import json
 import math
-import os
 import sys
 import time
 import warnings
@@ -67,24 +66,20 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
+from _common import HERE, default_data_dir
 from threadpoolctl import threadpool_limits
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-if str(ROOT) not in sys.path:  # run from a checkout without installing
-    sys.path.insert(0, str(ROOT))
-
-from river_doebe import DOBE, DOEBE, EDOEBE, datasets, evidence  # noqa: E402
-from river_doebe import metrics as rd_metrics  # noqa: E402
-from river_doebe.basis import (  # noqa: E402
+from river_doebe import DOBE, DOEBE, EDOEBE, datasets, evidence
+from river_doebe import metrics as rd_metrics
+from river_doebe.basis import (
     AdditivePolynomial,
     HilbertGP,
     Linear,
     RandomFourierFeatures,
     RBFNetwork,
 )
-from river_doebe.cli import json_safe  # noqa: E402
-from river_doebe.warmup import Standardizer  # noqa: E402
+from river_doebe.cli import json_safe
+from river_doebe.warmup import Standardizer
 
 EXPERIMENTS = ("exp1", "exp2", "exp3", "sampling", "delta", "uci", "off")
 TITLES = {
@@ -146,14 +141,6 @@ class Config:
         return cfg
 
 
-def default_data_dir(given):
-    """``--data-dir``, else ``$RIVER_DOEBE_DATA``, else ``../shared/data`` beside the checkout."""
-    if given:
-        return Path(given)
-    if os.environ.get(datasets.ENV_VAR):
-        return Path(os.environ[datasets.ENV_VAR])
-    beside = ROOT.parent / "shared" / "data"
-    return beside if beside.is_dir() else None
 
 
 def _seed(*parts) -> int:

@@ -18,6 +18,8 @@ BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def _load(name):
+    if str(BENCH) not in sys.path:  # as when the script runs: its folder first on the path
+        sys.path.insert(0, str(BENCH))
     spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up there
