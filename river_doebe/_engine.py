@@ -1,12 +1,20 @@
-"""The array engine behind every regressor: a stack of members, their filters and their weights.
+"""The array engine behind every model: a stack of members, their filters and their weights.
 
-River estimators (:mod:`river_doebe.learner`, :mod:`river_doebe.ensemble`) are thin over this: they
-turn dicts into arrays with :class:`river_doebe._schema.Schema` and call :meth:`Engine.predict`
-and :meth:`Engine.learn`. One sample costs one call per basis family (featurise), one Kalman
-predict over the whole stack, one update, and the weight steps, all in Numba.
+River estimators (:mod:`river_doebe.learner`, :mod:`river_doebe.ensemble`,
+:mod:`river_doebe.classification`) are thin over this: they turn dicts into arrays with
+:class:`river_doebe._schema.Schema` and call :meth:`Engine.predict` and :meth:`Engine.learn`.
+One sample costs one call per basis family (featurise), one predict sweep over the whole stack,
+one update, and the weight steps, all in Numba (:mod:`river_doebe.filtering`).
 
 The work of a predict is cached: a ``learn`` that follows with the same ``z`` (as in progressive
-validation) reuses the features, ``Sigma phi`` and the switched weights instead of recomputing them.
+validation) reuses the features, the predict sweep and the switched weights instead of
+recomputing them. Covariance updates are applied lazily, inside the next predict sweep; the
+arithmetic does not depend on when they are applied, so the views (:attr:`Engine.mu`,
+:attr:`Engine.Sigma`, :meth:`Engine.posterior`) and pickling never change the engine.
+
+A sample that cannot be filtered safely (features so large that a predictive moment or an update
+would not be finite) raises :class:`FilterError` before any state changes that a pickle would
+see.
 """
 
 from __future__ import annotations
@@ -17,9 +25,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from river_doebe import filtering
+from river_doebe._checks import check_transition
 from river_doebe.basis.base import Basis, stack_params
 
-__all__ = ["Engine", "MemberSpec", "sparse_transition"]
+__all__ = ["Engine", "FilterError", "MemberSpec", "sparse_transition", "WEIGHT_FLOOR"]
 
 
 @dataclass
@@ -32,19 +41,13 @@ class MemberSpec:
     var_rw: float
 
 
+class FilterError(ValueError):
+    """A sample the filters cannot take safely; the model's state is unchanged."""
+
+
 def sparse_transition(Q: np.ndarray):
     """Validate a row-stochastic matrix; store it column-wise, in logs, for the switching step."""
-    Q = np.asarray(Q, dtype=np.float64)
-    if Q.ndim != 2 or Q.shape[0] != Q.shape[1]:
-        raise ValueError(f"the transition matrix must be square, got shape {Q.shape}")
-    if not np.isfinite(Q).all() or (Q < 0).any():
-        raise ValueError("the transition matrix must have finite, non-negative entries")
-    sums = Q.sum(axis=1)
-    if not np.allclose(sums, 1.0, rtol=0, atol=1e-10):
-        bad = int(np.argmax(np.abs(sums - 1.0)))
-        raise ValueError(
-            f"the transition matrix must be row-stochastic; row {bad} sums to {sums[bad]!r}"
-        )
+    Q = check_transition(Q)
     M = Q.shape[0]
     indptr = np.zeros(M + 1, dtype=np.int64)
     indices, log_q = [], []
@@ -59,7 +62,6 @@ def sparse_transition(Q: np.ndarray):
 #: the ensembles' default weight floor: a member is dropped only when it would need
 #: ``-log(1e-100)``, about 230 nats, of relative evidence to come back (the paper: 1e-16)
 WEIGHT_FLOOR = 1e-100
-
 
 class Engine:
     """``M`` Bayesian basis-expansion learners filtered together, optionally weighted and switched.
@@ -78,6 +80,12 @@ class Engine:
     #: member parameters that must be positive (a likelihood without noise drops ``var_eps``)
     _positive_params: tuple[str, ...] = ("var_theta", "var_eps")
 
+    #: per-step buffers, rebuilt rather than pickled
+    _scratch: frozenset = frozenset(
+        ("Phi", "V", "E", "mean", "var", "loglik", "new_log_w", "active", "log_prior", "status",
+         "_cache_z")
+    )
+
     def __init__(self, members: list[MemberSpec], transition=None, weight_floor: float = 0.0):
         if not members:
             raise ValueError("an ensemble needs at least one member")
@@ -92,6 +100,7 @@ class Engine:
                 raise ValueError(f"{name} must be positive and finite, got {vals.tolist()}")
         if not (np.isfinite(self.var_rw).all() and (self.var_rw >= 0).all()):
             raise ValueError(f"var_rw must be non-negative and finite, got {self.var_rw.tolist()}")
+        self.static = self.var_rw == 0.0
         self.transition = (
             None if transition is None else sparse_transition(np.asarray(transition, dtype=float))
         )
@@ -114,28 +123,37 @@ class Engine:
         M = self.M
         self.F = np.array([m.basis.n_outputs for m in self.members], dtype=np.int64)
         Fmax = int(self.F.max())
-        self.mu = np.zeros((M, Fmax))
-        self._Sigma = np.zeros((M, Fmax, Fmax))
+        self._mu = np.zeros((M, Fmax))
+        # a static member keeps the square root U' (lower triangular), a dynamic one Sigma
+        self._C = np.zeros((M, Fmax, Fmax))
         for k in range(M):
             idx = np.arange(self.F[k])
-            self._Sigma[k, idx, idx] = self.var_theta[k]
-        # the covariance update owed since the last learn (see filtering.predict_stack)
-        self.Vp = np.zeros((M, Fmax))
-        self.inv_sp = np.zeros(M)
+            vt = self.var_theta[k]
+            self._C[k, idx, idx] = math.sqrt(vt) if self.static[k] else vt
+        # the update owed since the last learn (see filtering.predict_stack)
+        self.pvec = np.zeros((M, Fmax))
+        self.pc = np.zeros(M)
+        self.pg = np.zeros(M)
         self.pend = np.zeros(M, dtype=np.bool_)
-        self._pending = False
+        self.n_filtered = np.zeros(M, dtype=np.int64)
         self.log_w = np.full(M, -math.log(M))
-        self.log_prior = self.log_w.copy()
+        self._build_groups()
+        self._allocate_scratch()
+        self.n_updates = 0
+        self.log_evidence = 0.0
+
+    def _allocate_scratch(self) -> None:
+        M, Fmax = self._mu.shape
         self.Phi = np.zeros((M, Fmax))
         self.V = np.zeros((M, Fmax))
+        self.E = np.zeros((M, Fmax))
         self.mean = np.zeros(M)
         self.var = np.zeros(M)
         self.loglik = np.zeros(M)
         self.new_log_w = np.empty(M)
-        self.active = np.ones(M, dtype=np.bool_)
-        self._build_groups()
-        self.n_updates = 0
-        self.log_evidence = 0.0
+        self.log_prior = self.log_w.copy()
+        self.active = np.greater(self.log_prior, -np.inf)
+        self.status = np.zeros(M, dtype=np.int8)
         self._cache_z = None
 
     def _build_groups(self) -> None:
@@ -150,10 +168,14 @@ class Engine:
             (gi, k)
             for gi, (_, rows, _) in enumerate(self.groups)
             for k in rows.tolist()
-            if getattr(self.members[k].basis, "wants_observations", False)
+            if self.members[k].basis.wants_observations
         ]
 
     # ------------------------------------------------------------------ steps
+    def _predict_var_eps(self) -> np.ndarray:
+        """The noise variance the predict sweep adds (the logistic engine: none)."""
+        return self.var_eps
+
     def _prepare(self, z: np.ndarray) -> None:
         """Switch the weights and run every live member's predict step for ``z`` (cached)."""
         key = z.tobytes()
@@ -167,39 +189,58 @@ class Engine:
             np.greater(self.log_prior, -np.inf, out=self.active)
         for kernel, rows, params in self.groups:
             kernel(z, self.Phi, rows, self.active, *params)
-        self._predict_members()
+        if self._sweep():
+            self._mend()
+        self._predict_extra()
         self._cache_z = key
 
-    # the likelihood-specific steps: a subclass (classification) overrides these two
-    def _predict_members(self) -> None:
-        """Predict step of every live member for the features in ``self.Phi`` (and the owed
-        covariance updates of every member)."""
-        filtering.predict_stack(
-            self.Phi, self.F, self.mu, self._Sigma, self.var_rw, self.var_eps, self.active,
-            self.V, self.mean, self.var, self.Vp, self.inv_sp, self.pend,
+    def _sweep(self) -> int:
+        return filtering.predict_stack(
+            self.Phi, self.F, self.static, self._mu, self._C, self.var_rw,
+            self._predict_var_eps(), self.active, self.V, self.E, self.mean, self.var, self.pvec,
+            self.pc, self.pg, self.pend, self.status,
         )
-        self._pending = False
 
-    def _update_members(self, y) -> None:
-        """Fold the target into every live member; writes the log-likelihoods ``self.loglik``.
+    def _mend(self) -> None:
+        """Refuse a sample whose moments are not finite (``status`` 2); repair the dynamic members
+        whose covariance rounding broke (``status`` 1) and predict again. A repaired member whose
+        ``phi' Sigma_pred phi`` still falls short of ``var_rw |phi|^2`` only by rounding is
+        accepted as long as it is not negative (its variance is then still at least its noise
+        variance); a negative one is refused."""
+        for attempt in range(2):
+            bad = np.flatnonzero(self.status)
+            broken = bad[self.status[bad] == 2]
+            if broken.size:
+                k = int(broken[0])
+                raise FilterError(
+                    f"member {k} ({type(self.members[k].basis).__name__}) cannot predict this "
+                    "sample: its basis expansion or predictive moments are not finite"
+                )
+            if attempt == 0:
+                for k in bad.tolist():
+                    f = int(self.F[k])
+                    self._C[k, :f, :f] = filtering.repair_covariance(self._C[k, :f, :f])
+                if not self._sweep():
+                    return
+        q = self.var[bad] - self._predict_var_eps()[bad]
+        if (q < 0).any():
+            k = int(bad[np.argmax(q < 0)])
+            raise FilterError(
+                f"member {k} ({type(self.members[k].basis).__name__}) lost the positive "
+                "definiteness of its covariance on this sample even after a repair"
+            )
 
-        The means are updated now; the covariance update is owed to the next predict step.
-        """
-        filtering.update_means(
-            self.F, self.mu, self.V, self.mean, self.var, y, self.active, self.loglik,
-            self.inv_sp, self.pend,
+    def _predict_extra(self) -> None:
+        """What a likelihood adds to the predict step (the logistic engine: probit logits)."""
+
+    def _update_members(self, y) -> int:
+        """Fold the target into every live member; writes ``self.loglik``; 0 or a member + 1
+        that refused the sample (nothing changed then)."""
+        return filtering.gaussian_update(
+            self.F, self.static, self._mu, self.V, self.mean, self.var, self.var_theta,
+            self.var_eps, y, self.active, self.loglik, self.pc, self.pg, self.pend,
+            self.n_filtered,
         )
-        self.V, self.Vp = self.Vp, self.V
-        self._pending = True
-
-    @property
-    def Sigma(self) -> np.ndarray:
-        """The members' covariances ``(M, F_max, F_max)``, with every owed update applied."""
-        if self._pending:
-            filtering.flush_stack(self.F, self._Sigma, self.var_rw, self.Vp, self.inv_sp,
-                                  self.pend)
-            self._pending = False
-        return self._Sigma
 
     def predict(self, z: np.ndarray) -> tuple[float, float]:
         """Moment-matched predictive mean and variance of the (weighted) stack."""
@@ -230,10 +271,17 @@ class Engine:
         self._prepare(z)
         return filtering.mixture_log_density(self.log_prior, self.mean, self.var, y)
 
-    def learn(self, z: np.ndarray, y: float) -> None:
+    def learn(self, z: np.ndarray, y) -> None:
         """Fold ``(z, y)`` into every live member and into the weights."""
         self._prepare(z)
-        self._update_members(y)
+        refused = self._update_members(y)
+        if refused:
+            k = refused - 1
+            raise FilterError(
+                f"member {k} ({type(self.members[k].basis).__name__}) cannot learn this sample: "
+                "its update would not be finite"
+            )
+        self.V, self.pvec = self.pvec, self.V
         if self.M == 1:
             self.log_evidence += float(self.loglik[0])
         else:
@@ -256,14 +304,84 @@ class Engine:
                 self.groups[gi][2] = stack_params(
                     [self.members[int(r)].basis._params() for r in rows]
                 )
-            if getattr(basis, "wants_observations", False):
+            if basis.wants_observations:
                 still.append((gi, k))
         self._observers = still
+
+    # ------------------------------------------------------------------ growth
+    @property
+    def can_grow(self) -> bool:
+        """Whether every member's basis can take new inputs exactly (see :meth:`grow`)."""
+        return all(m.basis.can_grow for m in self.members)
+
+    def grow(self, n_inputs: int) -> None:
+        """Take ``n_inputs`` inputs instead of ``self.n_inputs``, the new ones last.
+
+        Exact: every past sample had the new inputs at 0, where each growable basis leaves the
+        features of the old inputs as they were and gives the new features the value 0 (or, for
+        random Fourier features, new frequency columns that 0 ignores). The new weights have
+        never been informed by data, so they join the posterior with their prior: variance
+        ``var_theta`` (plus the random walk of every step filtered so far), independent of the
+        rest. The weights of the ensemble do not change.
+        """
+        if n_inputs <= self.n_inputs:
+            raise ValueError(f"cannot grow from {self.n_inputs} to {n_inputs} inputs")
+        mu, C = self._flushed()
+        positions = [np.asarray(m.basis.grow(n_inputs), dtype=np.int64) for m in self.members]
+        F_new = np.array([m.basis.n_outputs for m in self.members], dtype=np.int64)
+        M, Fmax = self.M, int(F_new.max())
+        self._mu = np.zeros((M, Fmax))
+        self._C = np.zeros((M, Fmax, Fmax))
+        for k in range(M):
+            f, pos = int(self.F[k]), positions[k]
+            fresh = np.setdiff1d(np.arange(F_new[k]), pos)
+            self._mu[k, pos] = mu[k, :f]
+            self._C[k][np.ix_(pos, pos)] = C[k, :f, :f]
+            vt = self.var_theta[k]
+            if self.static[k]:
+                self._C[k, fresh, fresh] = math.sqrt(vt)
+            else:
+                self._C[k, fresh, fresh] = vt + self.n_filtered[k] * self.var_rw[k]
+        self.F = F_new
+        self.n_inputs = n_inputs
+        self.pvec = np.zeros((M, Fmax))
+        self.pend = np.zeros(M, dtype=np.bool_)
+        self._build_groups()
+        self._allocate_scratch()
+
+    # ------------------------------------------------------------------ views
+    def _flushed(self) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of the means and covariance factors with every owed update applied."""
+        mu, C = self._mu.copy(), self._C.copy()
+        if self.pend.any():
+            filtering.flush_stack(self.F, self.static, mu, C, self.var_rw, np.zeros_like(mu),
+                                  self.pvec, self.pc, self.pg, self.pend.copy())
+        return mu, C
+
+    @property
+    def mu(self) -> np.ndarray:
+        """The members' posterior means ``(M, F_max)`` (a copy; zero-padded)."""
+        return self._flushed()[0]
+
+    @property
+    def Sigma(self) -> np.ndarray:
+        """The members' posterior covariances ``(M, F_max, F_max)`` (a copy; zero-padded)."""
+        _, C = self._flushed()
+        for k in np.flatnonzero(self.static).tolist():
+            L = C[k]
+            S = L.T @ L
+            C[k] = np.triu(S) + np.triu(S, 1).T  # exactly symmetric
+        return C
 
     def posterior(self, k: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Copies of member ``k``'s posterior mean ``(F_k,)`` and covariance ``(F_k, F_k)``."""
         f = int(self.F[k])
-        return self.mu[k, :f].copy(), self.Sigma[k, :f, :f].copy()
+        mu, C = self._flushed()
+        S = C[k, :f, :f]
+        if self.static[k]:
+            S = S.T @ S
+            S = np.triu(S) + np.triu(S, 1).T
+        return mu[k, :f].copy(), S.copy()
 
     def replay(self, Z: np.ndarray, Y) -> None:
         """Filter a window ``(Z, Y)`` through every member, then restart the weights uniform.
@@ -287,26 +405,31 @@ class Engine:
         self.log_evidence = 0.0
         self._cache_z = None
 
-    # ------------------------------------------------------------------ views
     @property
     def weights(self) -> np.ndarray:
         """Normalised posterior weights after the last update (before the next switch)."""
         return np.exp(self.log_w)
 
+    # ------------------------------------------------------------------ pickling
     def __getstate__(self):
-        if getattr(self, "_pending", False):
-            self.Sigma  # noqa: B018 - apply the owed covariance updates before saving
-        state = self.__dict__.copy()
+        # in a fixed order, so that equal states pickle to equal bytes however they were built
+        state = {k: self.__dict__[k] for k in sorted(self.__dict__) if k not in self._scratch}
         if "groups" in state:
             # Numba dispatchers pickle by reference to their module function; keep it explicit
             state["groups"] = [(rows, params) for _, rows, params in self.groups]
+        if "_mu" in state:
+            # the owed updates applied (on copies): the same numbers as applying them later
+            state["_mu"], state["_C"] = self._flushed()
+            state["pend"] = np.zeros_like(self.pend)
         return state
 
     def __setstate__(self, state):
         groups = state.pop("groups", None)
         self.__dict__.update(state)
         if groups is not None:
-            kernels: dict[type, object] = {}
-            for k, m in enumerate(self.members):
-                kernels.setdefault(k, type(m.basis)._kernel)
-            self.groups = [[kernels[int(rows[0])], rows, params] for rows, params in groups]
+            self.groups = [
+                [type(self.members[int(rows[0])].basis)._kernel, rows, params]
+                for rows, params in groups
+            ]
+        if "_mu" in state:
+            self._allocate_scratch()

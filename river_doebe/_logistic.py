@@ -24,10 +24,11 @@ converges. Then, with ``lam = sigmoid(f*) (1 - sigmoid(f*))``::
     mu_new    = mu + v t*                      (= mu + v (f* - a) / s2)
     Sigma_new = Sigma_pred - v v' lam / (1 + lam s2)
 
-which is ``(Sigma_pred^-1 + lam phi phi')^-1`` by the Sherman-Morrison formula. ``Sigma`` stays
-exactly symmetric as in :func:`river_doebe.filtering.update_stack`. The parametrisation by ``t``
-rather than ``f`` also covers ``s2 = 0`` (an all-zero feature vector), where ``t = y - sigmoid(a)``
-and nothing moves.
+which is ``(Sigma_pred^-1 + lam phi phi')^-1`` by the Sherman-Morrison formula: a Gaussian
+measurement update with noise variance ``1 / lam``, applied in the forms of
+:mod:`river_doebe.filtering` (a square root for static members). The parametrisation by ``t``
+rather than ``f`` also covers ``s2 = 0`` (an all-zero feature vector), where ``t = y -
+sigmoid(a)`` and nothing moves.
 
 Tails are computed without cancellation: ``1 - sigmoid(x)`` is evaluated as ``sigmoid(-x)`` and
 ``log sigmoid`` directly.
@@ -39,6 +40,8 @@ import math
 
 import numba
 import numpy as np
+
+from river_doebe.filtering import _record, _step_ok
 
 __all__ = [
     "PROBIT_SCALE",
@@ -127,35 +130,43 @@ def probit_logits(mean, var, active, logit):
         logit[m] = mean[m] / math.sqrt(1.0 + PROBIT_SCALE * var[m])
 
 
-@numba.njit(cache=True, fastmath=False)
-def laplace_update_stack(F, mu, Sigma, var_rw, V, mean, var, logit, y, active, loglik):
+@numba.njit(cache=True)
+def laplace_update_stack(F, static, mu, V, mean, var, logit, var_theta, y, active, loglik, pc, pg,
+                         pend, n_filtered, t_buf, lam_buf):
     """Fold the label ``y`` (0 or 1) into every active member, given its predict step.
 
     ``V``, ``mean``, ``var`` are the latent predictive quantities of
     :func:`river_doebe.filtering.predict_stack` run with ``var_eps = 0``, and ``logit`` those of
-    :func:`probit_logits`. Writes ``loglik[m] = log p_m(y)`` under the probit-approximated
-    predictive (``-inf`` for inactive members, which are left as they are).
+    :func:`probit_logits`. Every active member is checked first (a mean step that would not be
+    finite returns ``m + 1`` and changes nothing). Then writes ``loglik[m] = log p_m(y)`` under the
+    probit-approximated predictive (``-inf`` for inactive members), and records each member's
+    Laplace step as the owed update of :mod:`river_doebe.filtering`: gain ``t*`` and curvature
+    ``c = lam / (1 + lam s2)``, which for a static member is the measurement update with noise
+    variance ``alpha_0 = 1 / lam`` (``inf`` when ``lam`` underflows: the mean moves, the
+    covariance does not).
     """
     M = mu.shape[0]
+    for m in range(M):
+        if not active[m]:
+            continue
+        t, lam = solve_laplace_step(mean[m], var[m], y)
+        t_buf[m] = t
+        lam_buf[m] = lam
+        if not _step_ok(F[m], static[m], mu[m], V[m], var[m], var_theta[m], t):
+            return m + 1
     sgn = 1.0 if y == 1 else -1.0
     for m in range(M):
         if not active[m]:
             loglik[m] = -np.inf
             continue
         loglik[m] = log_sigmoid(sgn * logit[m])
-        f = F[m]
-        s2 = var[m]
-        t, lam = solve_laplace_step(mean[m], s2, y)
-        c = lam / (1.0 + lam * s2)
-        rw = var_rw[m]
-        for i in range(f):
-            mu[m, i] += V[m, i] * t
-        for i in range(f):
-            vi = V[m, i]
-            row = Sigma[m, i]
-            for j in range(f):
-                row[j] -= (vi * V[m, j]) * c
-            row[i] += rw
+        lam = lam_buf[m]
+        alpha0 = 1.0 / lam if lam > 0.0 else np.inf
+        _record(F[m], static[m], mu[m], V[m], t_buf[m], lam / (1.0 + lam * var[m]), alpha0, pc,
+                pg, m)
+        pend[m] = True
+        n_filtered[m] += 1
+    return 0
 
 
 @numba.njit(cache=True)

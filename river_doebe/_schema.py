@@ -1,15 +1,18 @@
 """Turning river's feature dicts into arrays, once per sample, with one documented policy.
 
-The policy, shared by every estimator and transformer of the package:
+The policy, shared by every estimator of the package (the README's "Input policy"):
 
-- The input schema is fixed by the first sample the estimator sees (``learn_one``,
-  ``predict_one`` or ``transform_one``). Its feature names are sorted, so the order in which a
-  dict lists its keys never matters.
-- A schema feature missing from a later sample counts as ``0.0``.
-- A feature that was not in the first sample is ignored.
+- The input schema is an ordered list of feature names. The names of the first sample are
+  sorted, so the order in which a dict lists its keys never matters; names that join later are
+  appended (sorted among those arriving together).
+- ``learn_one`` / ``learn_many`` add a feature the schema has not seen (river's sparse encoders
+  emit only the active keys) when the model can take it exactly; otherwise the new feature is
+  ignored with one warning that names it. ``predict_one`` never changes the schema: a feature it
+  has not seen is ignored.
+- A schema feature missing from a sample counts as ``0.0``.
 - Values must be real numbers (``bool`` counts as 0/1). A value of another type raises
-  ``TypeError``; NaN or infinity raises ``ValueError``. Both name the feature, and both are raised
-  before the estimator touches its state.
+  ``TypeError``; NaN, infinity or a number too large for a float raises ``ValueError``. Both name
+  the feature, and both are raised before the estimator touches its state.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import operator
 
 import numpy as np
 
-__all__ = ["Schema", "check_target"]
+__all__ = ["Schema", "check_target", "check_targets"]
 
 _FAST_TYPES = frozenset({float, int, np.float64, np.float32, np.int64, np.int32})
 
@@ -30,12 +33,25 @@ def _sort_key(name):
 
 
 class Schema:
-    """An ordered, frozen list of feature names, and the dict -> array conversion."""
+    """An ordered list of feature names, and the dict -> array conversion.
+
+    Parameters
+    ----------
+    names
+        The feature names.
+    sort
+        Whether to sort them (the first sample's names are sorted; an extension keeps the old
+        order and appends).
+    """
 
     __slots__ = ("names", "index", "_get")
 
-    def __init__(self, names):
-        self.__setstate__(tuple(sorted(names, key=_sort_key)))
+    def __init__(self, names, sort: bool = True):
+        names = tuple(sorted(names, key=_sort_key)) if sort else tuple(names)
+        if len(set(names)) != len(names):
+            dupes = sorted({n for n in names if names.count(n) > 1}, key=_sort_key)
+            raise ValueError(f"duplicate feature names {dupes}")
+        self.__setstate__(names)
 
     @classmethod
     def from_sample(cls, x: dict) -> Schema:
@@ -58,40 +74,65 @@ class Schema:
         getter = operator.itemgetter(*names)
         self._get = getter if len(names) > 1 else (lambda x: (getter(x),))
 
-    def to_array(self, x: dict) -> np.ndarray:
-        """Return the sample as a float64 array in schema order, validating every value used."""
+    def extend(self, new_names) -> Schema:
+        """The schema with ``new_names`` appended (sorted among themselves)."""
+        return Schema(self.names + tuple(sorted(new_names, key=_sort_key)), sort=False)
+
+    # ------------------------------------------------------------------ dicts
+    def _values(self, x: dict):
         if not isinstance(x, dict):
             raise TypeError(f"expected a dict of features, got {type(x).__name__}")
         try:
-            vals = self._get(x)
+            return self._get(x), False
         except KeyError:
-            vals = [x.get(name, 0.0) for name in self.names]
+            return [x.get(name, 0.0) for name in self.names], True
+
+    def to_array(self, x: dict) -> np.ndarray:
+        """Return the sample as a float64 array in schema order, validating every value used
+        (a key that is not in the schema is ignored)."""
+        return self._convert(self._values(x)[0])
+
+    def to_array_and_new(self, x: dict) -> tuple[np.ndarray, list]:
+        """:meth:`to_array` and the keys of ``x`` that are not in the schema (usually none,
+        which costs one ``len`` check)."""
+        vals, missing = self._values(x)
+        z = self._convert(vals)
+        if not missing and len(x) == len(self.names):
+            return z, []
+        return z, [k for k in x if k not in self.index]
+
+    def new_names(self, x: dict) -> list:
+        """The keys of ``x`` that are not in the schema."""
+        return [k for k in x if k not in self.index]
+
+    def _convert(self, vals) -> np.ndarray:
         if not _FAST_TYPES.issuperset(map(type, vals)):
             _check_values(self.names, vals)
-        total = sum(vals)
-        if total - total != 0:  # NaN or infinity somewhere (or an overflowing sum): look closer
-            for name, v in zip(self.names, vals):
-                if not math.isfinite(v):
-                    raise ValueError(
-                        f"feature {name!r} is {v!r}; NaN and infinity are not accepted"
-                    )
+        try:
+            total = sum(vals)
+            finite = total - total == 0  # NaN, infinity or an overflowing sum: look closer
+            if finite:
+                return np.array(vals, dtype=np.float64)
+        except OverflowError:  # an int beyond the float range
+            pass
+        for name, v in zip(self.names, vals):
+            _check_finite(name, v)
         return np.array(vals, dtype=np.float64)
 
+    # ------------------------------------------------------------------ frames
+    def frame_new_names(self, X) -> list:
+        """The columns of the DataFrame ``X`` that are not in the schema."""
+        return [c for c in X.columns if c not in self.index]
+
     def frame_to_array(self, X) -> np.ndarray:
-        """Convert a pandas DataFrame (rows in stream order) under the same policy."""
-        n = len(X)
-        out = np.zeros((n, len(self.names)), dtype=np.float64)
+        """Convert a pandas DataFrame (rows in stream order) under the same policy; columns
+        that are not in the schema are ignored."""
+        check_frame(X)
+        out = np.zeros((len(X), len(self.names)), dtype=np.float64)
         for name in X.columns:
             j = self.index.get(name)
-            if j is None:
-                continue
-            col = X[name]
-            if col.dtype == object or not np.issubdtype(col.dtype, np.number) and col.dtype != bool:
-                _check_values([name] * n, list(col))
-            values = np.asarray(col, dtype=np.float64)
-            if not np.isfinite(values).all():
-                raise ValueError(f"feature {name!r} has NaN or infinite values")
-            out[:, j] = values
+            if j is not None:
+                out[:, j] = column_values(X, name)
         return out
 
 
@@ -104,11 +145,115 @@ def _check_values(names, vals):
             )
 
 
+def _check_finite(name, v) -> None:
+    try:
+        f = float(v)
+    except OverflowError:
+        raise ValueError(
+            f"feature {name!r} is {_short(v)}, too large for a float; rescale it"
+        ) from None
+    if not math.isfinite(f):
+        raise ValueError(f"feature {name!r} is {v!r}; NaN and infinity are not accepted")
+
+
+def _short(v) -> str:
+    text = repr(v)
+    return text if len(text) <= 24 else f"{text[:8]}...({len(text)} digits)"
+
+
+def check_frame(X) -> None:
+    """Refuse a DataFrame whose column names repeat."""
+    if not X.columns.is_unique:
+        dupes = X.columns[X.columns.duplicated()].unique().tolist()
+        raise ValueError(f"the DataFrame has duplicate column names {dupes}")
+
+
+def column_values(X, name) -> np.ndarray:
+    """Column ``name`` of a DataFrame as float64, validated: numeric and boolean columns
+    (pandas' nullable ``Int64``, ``Float64`` and ``boolean`` included) are converted, a missing
+    value or a non-finite one raises ``ValueError`` naming the column, any other column
+    (``category``, strings, objects that are not real numbers) ``TypeError``."""
+    import pandas as pd
+
+    col = X[name]
+    dtype = col.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        raise TypeError(
+            f"feature {name!r} is a categorical column; encode it first (for example with "
+            "river's preprocessing.OneHotEncoder)"
+        )
+    if pd.api.types.is_bool_dtype(dtype) or (
+        pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_object_dtype(dtype)
+    ):
+        try:
+            values = col.to_numpy(dtype=np.float64, na_value=np.nan)
+        except (TypeError, ValueError):
+            values = None
+    else:
+        values = None
+    if values is None:
+        vals = col.tolist()
+        _check_values([name] * len(vals), vals)
+        try:
+            values = np.array(vals, dtype=np.float64)
+        except OverflowError:
+            for v in vals:
+                _check_finite(name, v)
+            raise  # pragma: no cover
+    if not np.isfinite(values).all():
+        raise ValueError(
+            f"feature {name!r} has missing, NaN or infinite values (first at row "
+            f"{int(np.flatnonzero(~np.isfinite(values))[0])})"
+        )
+    return values
+
+
 def check_target(y) -> float:
     """Validate a regression target and return it as a float."""
     if isinstance(y, str | bytes) or not isinstance(y, numbers.Real):
         raise TypeError(f"the target must be a real number, got {type(y).__name__} ({y!r})")
-    y = float(y)
+    try:
+        y = float(y)
+    except OverflowError:
+        raise ValueError(f"the target is {_short(y)}, too large for a float") from None
     if not math.isfinite(y):
         raise ValueError(f"the target is {y!r}; NaN and infinity are not accepted")
     return y
+
+
+def check_targets(y, n: int) -> np.ndarray:
+    """Validate the regression targets of a batch of ``n`` rows; return them as float64 ``(n,)``.
+
+    A column vector ``(n, 1)`` is accepted. Raises ``ValueError`` for a wrong shape (stating
+    both) or a missing / non-finite target (naming its row), ``TypeError`` for targets that are
+    not real numbers.
+    """
+    raw = y.to_numpy() if hasattr(y, "to_numpy") else y
+    arr = np.asarray(raw)
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = arr[:, 0]
+    if arr.shape != (n,):
+        raise ValueError(f"got {n} rows of features but targets of shape {arr.shape}")
+    if arr.dtype.kind not in "biuf":
+        for i, v in enumerate(arr.tolist()):
+            if v is None or isinstance(v, str | bytes) or not isinstance(v, numbers.Real):
+                raise TypeError(
+                    f"the targets must be real numbers; row {i} is {type(v).__name__} ({v!r})"
+                )
+        try:
+            arr = np.array(arr.tolist(), dtype=np.float64)
+        except OverflowError:
+            for i, v in enumerate(arr.tolist()):
+                try:
+                    float(v)
+                except OverflowError:
+                    raise ValueError(f"the target of row {i} is too large for a float") from None
+            raise  # pragma: no cover
+    arr = arr.astype(np.float64)
+    bad = np.flatnonzero(~np.isfinite(arr))
+    if bad.size:
+        raise ValueError(
+            f"the target of row {int(bad[0])} is {arr[bad[0]]!r}; NaN and infinity are not "
+            "accepted"
+        )
+    return arr

@@ -30,15 +30,24 @@ from river import base
 from scipy.special import expit
 
 from river_doebe import _logistic
-from river_doebe._engine import WEIGHT_FLOOR, Engine, MemberSpec
+from river_doebe._checks import (
+    check_positive,
+    check_random_walk,
+    check_transition,
+    check_weight_floor,
+)
+from river_doebe._engine import WEIGHT_FLOOR, Engine, FilterError, MemberSpec
+from river_doebe._schema import Schema, check_frame
 from river_doebe.basis import Basis, Linear
 from river_doebe.ensemble import (
+    _batch,
     _check_edoebe_params,
     _Ensemble,
     _WarmupFace,
+    check_models,
     edoebe_transition,
 )
-from river_doebe.learner import _ArrayRegressorMixin
+from river_doebe.learner import _ArrayRegressorMixin, check_basis
 
 __all__ = [
     "DOBEClassifier",
@@ -63,33 +72,30 @@ class LogisticEngine(Engine):
     """
 
     _positive_params = ("var_theta",)
+    _scratch = Engine._scratch | {"logit", "_t", "_lam"}
 
     def __init__(self, members: list[MemberSpec], transition=None, weight_floor: float = 0.0):
         members = [dataclasses.replace(m, var_eps=0.0) for m in members]
         super().__init__(members, transition, weight_floor)
 
-    def setup(self, n_inputs: int) -> None:
-        super().setup(n_inputs)
+    def _allocate_scratch(self) -> None:
+        super()._allocate_scratch()
         self.logit = np.zeros(self.M)
+        self._t = np.zeros(self.M)
+        self._lam = np.zeros(self.M)
 
-    def _predict_members(self) -> None:
-        super()._predict_members()  # with var_eps = 0: the latent predictive N(a, s2)
+    def _predict_var_eps(self) -> np.ndarray:
+        return self.var_eps  # zeros: the predict sweep gives the latent predictive N(a, s2)
+
+    def _predict_extra(self) -> None:
         _logistic.probit_logits(self.mean, self.var, self.active, self.logit)
 
-    def _update_members(self, code: int) -> None:
+    def _update_members(self, code: int) -> int:
         """Laplace step of every live member; writes ``self.loglik``."""
-        _logistic.laplace_update_stack(
-            self.F,
-            self.mu,
-            self.Sigma,
-            self.var_rw,
-            self.V,
-            self.mean,
-            self.var,
-            self.logit,
-            code,
-            self.active,
-            self.loglik,
+        return _logistic.laplace_update_stack(
+            self.F, self.static, self._mu, self.V, self.mean, self.var, self.logit,
+            self.var_theta, code, self.active, self.loglik, self.pc, self.pg, self.pend,
+            self.n_filtered, self._t, self._lam,
         )
 
     # ------------------------------------------------------------------ classifier views
@@ -112,7 +118,8 @@ class LogisticEngine(Engine):
         With a zero-mean prior the logistic filter is symmetric under ``theta -> -theta``,
         ``y -> 1 - y``: negating the means (and the cached latent means) is an exact relabelling.
         """
-        self.mu *= -1.0
+        self._mu *= -1.0
+        self.pg *= -1.0  # a static member's owed mean step flips with its mean
         self.mean *= -1.0
         self.logit *= -1.0
 
@@ -230,25 +237,39 @@ class _ArrayClassifierMixin(_ArrayRegressorMixin):
     # river API -----------------------------------------------------------
     def learn_one(self, x: dict, y) -> None:
         state, code, flip = self._labels.encode(y)
-        z = self._ready(x)
+        z, undo = self._learn_array(x)
+        if undo is None and state is not self._labels:
+            undo = self._snapshot()  # a new label (at most twice in a model's life)
         self._commit(state, flip)
-        self._learn_z(z, code)
+        try:
+            self._learn_z(z, code)
+        except FilterError as err:
+            if undo is not None:
+                undo()
+            raise self._refused(err, x, "learn") from None
 
     def learn_many(self, X, y) -> None:
-        ys = list(y)
+        """Learn the rows of a DataFrame in order; everything is validated first (see
+        :meth:`river_doebe.DOBE.learn_many`)."""
+        ys = y.tolist() if hasattr(y, "tolist") else list(y)
         if len(ys) != len(X):
             raise ValueError(f"got {len(X)} rows of features but {len(ys)} labels")
         before = self._labels
         state = before
         for label in ys:
             state, _, _ = state.encode(label)
-        Z = self._ready_frame(X)
+        Z, commit = self._frame_for_learning(X)
+        commit()
         # learning the batch one by one would flip the earlier codes at most once, when the
         # second label appears; by symmetry that equals flipping first and using the final codes
         flip = len(before.labels) == 1 and state.encode(before.labels[0])[1] != before.code
         self._commit(state, flip)
         for i, label in enumerate(ys):
-            self._learn_z(Z[i], state.encode(label)[1])
+            try:
+                self._learn_z(Z[i], state.encode(label)[1])
+            except FilterError as err:
+                raise FilterError(f"row {i} of the batch cannot be learnt safely ({err}); the "
+                                  f"{i} rows before it were learnt") from None
 
     def _proba_dict(self, p0: float, p1: float) -> dict:
         keys = self._labels.keys()
@@ -257,7 +278,13 @@ class _ArrayClassifierMixin(_ArrayRegressorMixin):
         return {keys[0]: p0, keys[1]: p1}
 
     def predict_proba_one(self, x: dict) -> dict:
-        return self._proba_dict(*self._predict_proba_z(self._ready(x)))
+        z = self._predict_array(x)
+        if z is None:
+            return self._ghost(x.keys()).predict_proba_one(x)
+        try:
+            return self._proba_dict(*self._predict_proba_z(z))
+        except FilterError as err:
+            raise self._refused(err, x, "predict") from None
 
     def predict_one(self, x: dict):
         return _argmax(self.predict_proba_one(x))
@@ -278,7 +305,10 @@ class _ArrayClassifierMixin(_ArrayRegressorMixin):
     def predict_proba_many(self, X):
         import pandas as pd
 
-        Z = self._ready_frame(X)
+        check_frame(X)
+        if self._schema is None:
+            return self._ghost(X.columns).predict_proba_many(X)
+        Z = self._schema.frame_to_array(X)
         P = np.array([self._predict_proba_z(Z[i]) for i in range(Z.shape[0])]).reshape(-1, 2)
         keys = self._labels.keys()
         if keys is None:
@@ -385,8 +415,9 @@ class DOBEClassifier(_ArrayClassifierMixin, base.MiniBatchClassifier):
         self.basis = basis
         self.var_theta = var_theta
         self.var_rw = var_rw
-        # validate early, with the message the engine would give later
-        LogisticEngine([self._spec(Linear())])
+        check_basis(basis)
+        check_positive("var_theta", var_theta)
+        check_random_walk(var_rw, var_theta)
 
     def _spec(self, basis) -> MemberSpec:
         return MemberSpec(basis, float(self.var_theta), 0.0, float(self.var_rw))
@@ -424,16 +455,10 @@ def _classifier_specs(models, n_inputs: int) -> list[MemberSpec]:
     """Member specifications from DOBEClassifier learners (each with its own copy of the basis).
 
     The classification counterpart of :func:`river_doebe.ensemble._member_specs`, which reads
-    ``var_eps`` and accepts regressors only.
+    ``var_eps``.
     """
-    if not isinstance(models, list | tuple) or not models:
-        raise ValueError("models must be a non-empty list of DOBEClassifier learners")
     specs = []
-    for i, m in enumerate(models):
-        if not isinstance(m, DOBEClassifier):
-            raise TypeError(
-                f"models[{i}] is a {type(m).__name__}, expected a DOBEClassifier learner"
-            )
+    for m in models:
         basis = Linear() if m.basis is None else copy.deepcopy(m.basis)
         basis.initialize(n_inputs)
         specs.append(MemberSpec(basis, float(m.var_theta), 0.0, float(m.var_rw)))
@@ -464,7 +489,9 @@ class _ClassifierEnsemble(_ArrayClassifierMixin, base.MiniBatchClassifier):
         """Each member's predictive probabilities for ``x`` (as ``predict_proba_one`` would give
         them; NaN for dropped members) and the weights that the ensemble's prediction for ``x``
         uses (after switching)."""
-        z = self._ready(x)
+        z = self._predict_array(x)
+        if z is None:
+            return self._ghost(x.keys()).member_predictions(x)
         P, w = self._engine.member_probas(z)
         return [self._proba_dict(p0, p1) for p0, p1 in P.tolist()], w
 
@@ -518,7 +545,8 @@ class DOEBEClassifier(_ClassifierEnsemble):
     def __init__(self, models: list, weight_floor: float = WEIGHT_FLOOR):
         self.models = models
         self.weight_floor = weight_floor
-        LogisticEngine([MemberSpec(Linear(), 1.0, 0.0, 0.0)], None, float(weight_floor))
+        check_models(models, DOBEClassifier, "DOBEClassifier")
+        check_weight_floor(weight_floor)
 
     @classmethod
     def _unit_test_params(cls):
@@ -569,10 +597,9 @@ class SDOEBEClassifier(_ClassifierEnsemble):
         self.models = models
         self.transition = transition
         self.weight_floor = weight_floor
-        n = len(models) if isinstance(models, list | tuple) else 0
-        LogisticEngine(
-            [MemberSpec(Linear(), 1.0, 0.0, 0.0)] * max(n, 1), transition, float(weight_floor)
-        )
+        check_models(models, DOBEClassifier, "DOBEClassifier")
+        check_transition(transition, len(models))
+        check_weight_floor(weight_floor)
 
     def _transition(self, n_members: int):
         return self.transition
@@ -618,8 +645,9 @@ class _WarmupFallback:
 
     def learn(self, x: np.ndarray, code: int) -> None:
         self.engine.learn(self._z(x), code)
-        self._X.append(x.copy())
-        self._codes.append(int(code))
+        if self.keep_window:
+            self._X.append(x.copy())
+            self._codes.append(int(code))
         self.n += 1
         delta = x - self._mean
         self._mean += delta / self.n
@@ -630,12 +658,29 @@ class _WarmupFallback:
         self.engine.flip()
         self._codes = [1 - c for c in self._codes]
 
+    keep_window = True
+
+    def drop_window(self) -> None:
+        """Stop keeping the samples (the warm-up was given up: the fallback is the model)."""
+        self.keep_window = False
+        self._X, self._codes = [], []
+
+    def grow(self, n_inputs: int) -> None:
+        """Take ``n_inputs`` inputs; the new ones last, 0 in every past sample."""
+        k = n_inputs - self._mean.shape[0]
+        self._mean = np.r_[self._mean, np.zeros(k)]
+        self._m2 = np.r_[self._m2, np.zeros(k)]
+        self.engine.grow(n_inputs)
+
     @property
     def log_evidence(self) -> float:
         return float(self.engine.log_evidence)
 
     def window(self) -> tuple[np.ndarray, np.ndarray]:
-        return np.vstack(self._X), np.asarray(self._codes, dtype=np.int64)
+        X = np.zeros((len(self._X), self._mean.shape[0]))
+        for i, z in enumerate(self._X):
+            X[i, : z.shape[0]] = z
+        return X, np.asarray(self._codes, dtype=np.int64)
 
 
 def _unfitted_members(Z: np.ndarray, families: list) -> list:
@@ -798,8 +843,7 @@ class EDOEBEClassifier(_WarmupFace, _ClassifierEnsemble):
         self.replay = replay
         self.verbose = verbose
         self.static = static
-        _check_edoebe_params(self)
-        LogisticEngine([MemberSpec(Linear(), 1.0, 0.0, 0.0)], None, float(weight_floor))
+        _check_edoebe_params(self, DOBEClassifier, "DOBEClassifier")
         self._std = None
         self._warm = None
         self._fitted: list = []
@@ -837,8 +881,8 @@ class EDOEBEClassifier(_WarmupFace, _ClassifierEnsemble):
         self._n_seen += 1
         if self._engine is None:
             self._warm.learn(z, code)
-            if self._warm.n >= self.n_warmup:
-                self._finish_warmup()
+            if self._warmup_due():
+                self._end_warmup()
             return
         if self._std is not None:
             z = self._std.x(z)
@@ -908,19 +952,14 @@ class EDOEBEClassifier(_WarmupFace, _ClassifierEnsemble):
         ``params`` are the constructor's (``models`` excluded); ``n_warmup`` defaults to ``n``
         (a smaller one warms up on the first ``n_warmup`` rows and learns the rest online).
         """
-        from river_doebe._schema import Schema
-
         if params.get("models") is not None:
             raise ValueError("from_batch warms a model up; explicit models need no warm-up")
-        X = np.asarray(X, dtype=np.float64)
-        labels = list(y)
-        if X.ndim != 2 or X.shape[0] != len(labels):
+        X, names = _batch(X, feature_names)
+        labels = y.tolist() if hasattr(y, "tolist") else list(y)
+        if X.shape[0] != len(labels):
             raise ValueError(f"X must be (n, D) and y (n,), got {X.shape} and {len(labels)} labels")
         if X.shape[0] < 2 or not np.isfinite(X).all():
             raise ValueError("X must be finite, with at least 2 rows")
-        names = list(feature_names or [f"x{i}" for i in range(X.shape[1])])
-        if len(names) != X.shape[1]:
-            raise ValueError("feature_names must name every column of X")
         params.setdefault("n_warmup", max(2, X.shape[0]))
         model = cls(**params)
         schema = Schema(names)
@@ -937,7 +976,7 @@ class EDOEBEClassifier(_WarmupFace, _ClassifierEnsemble):
 
     # ------------------------------------------------------------------ views
     def member_predictions(self, x: dict) -> tuple[list[dict], np.ndarray]:
-        z = self._ready(x)
+        z = self._predict_array(x)
         if self._engine is None:
             raise RuntimeError("the ensemble has no members before its warm-up ends")
         if self._std is not None:

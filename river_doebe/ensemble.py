@@ -8,7 +8,19 @@ import math
 import numpy as np
 from river import base
 
+from river_doebe._checks import (
+    check_bool,
+    check_int,
+    check_positive,
+    check_probability,
+    check_random_walk,
+    check_seed,
+    check_starts,
+    check_transition,
+    check_weight_floor,
+)
 from river_doebe._engine import WEIGHT_FLOOR, Engine, MemberSpec
+from river_doebe._schema import Schema, check_frame, column_values
 from river_doebe.basis import Linear
 from river_doebe.distributions import GaussianMixture
 from river_doebe.learner import DOBE, _ArrayRegressorMixin
@@ -16,17 +28,47 @@ from river_doebe.learner import DOBE, _ArrayRegressorMixin
 __all__ = ["DOEBE", "SDOEBE", "EDOEBE", "edoebe_transition"]
 
 
-def _member_specs(models, n_inputs: int) -> list[MemberSpec]:
+def check_models(models, kind: type, name: str = "DOBE") -> None:
+    """A non-empty list (or tuple) of ``kind`` learners."""
     if not isinstance(models, list | tuple) or not models:
-        raise ValueError("models must be a non-empty list of DOBE learners")
-    specs = []
+        raise ValueError(f"models must be a non-empty list of {name} learners, got {models!r}")
     for i, m in enumerate(models):
-        if not isinstance(m, DOBE):
-            raise TypeError(f"models[{i}] is a {type(m).__name__}, expected a DOBE learner")
+        if not isinstance(m, kind):
+            raise TypeError(f"models[{i}] is a {type(m).__name__}, expected a {name} learner")
+
+
+def _member_specs(models, n_inputs: int) -> list[MemberSpec]:
+    specs = []
+    for m in models:
         basis = Linear() if m.basis is None else copy.deepcopy(m.basis)
         basis.initialize(n_inputs)
         specs.append(MemberSpec(basis, float(m.var_theta), float(m.var_eps), float(m.var_rw)))
     return specs
+
+
+def _batch(X, feature_names) -> tuple[np.ndarray, list]:
+    """A history for ``from_batch``: ``X`` as a float64 ``(n, D)`` array and the feature names
+    (a DataFrame's columns, else ``feature_names``, else ``x0``, ``x1``, ...)."""
+    columns = getattr(X, "columns", None)
+    if columns is not None:
+        check_frame(X)
+        if feature_names is not None:
+            raise ValueError("X is a DataFrame: its columns name the features, not feature_names")
+        names = list(columns)
+        X = np.column_stack([column_values(X, c) for c in columns]) if len(columns) else X
+    else:
+        names = None if feature_names is None else list(feature_names)
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[0] < 1:
+        raise ValueError(f"X must be a 2-D array (n, D) with at least one row, got {X.shape}")
+    if names is None:
+        names = [f"x{i}" for i in range(X.shape[1])]
+    if len(names) != X.shape[1]:
+        raise ValueError(
+            f"feature_names has {len(names)} names for the {X.shape[1]} columns of X"
+        )
+    Schema(names)  # refuses duplicates
+    return X, names
 
 
 def edoebe_transition(n_members: int, n_levels: int, delta: float) -> np.ndarray:
@@ -53,16 +95,33 @@ def edoebe_transition(n_members: int, n_levels: int, delta: float) -> np.ndarray
     return np.kron(block, np.eye(n_members))
 
 
-def _check_edoebe_params(model) -> None:
-    """The checks an E-DOEBE (regressor or classifier) makes of its warm-up parameters."""
+def _check_edoebe_params(model, kind: type, name: str) -> None:
+    """The checks an E-DOEBE (regressor or classifier) makes of its parameters."""
     from river_doebe.warmup import check_families
 
     check_families(model.families)
+    check_int("n_warmup", model.n_warmup, 2)
+    check_int("n_samples", model.n_samples, 1)
+    if model.models is not None:
+        check_models(model.models, kind, name)
+    rw = model.rw_variances
+    if isinstance(rw, str | bytes) or not isinstance(rw, list | tuple | np.ndarray):
+        raise TypeError(f"rw_variances must be a tuple of positive numbers, got {rw!r}")
+    for v in rw:
+        check_positive("each of rw_variances", v)
+        # the warm-up fits var_theta up to 1e2 (explicit members have their own)
+        top = 1e2 if model.models is None else max(float(m.var_theta) for m in model.models)
+        check_random_walk(v, top, "each of rw_variances")
+    check_bool("static", model.static)
+    if not model.static and len(rw) == 0:
+        raise ValueError("no members: give rw_variances, or keep the static members")
+    check_probability("delta", model.delta)
     edoebe_transition(1, len(model._levels()), float(model.delta))
-    for name, low in (("n_warmup", 2), ("n_samples", 1)):
-        value = getattr(model, name)
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    check_seed(model.seed)
+    check_weight_floor(model.weight_floor)
+    check_starts(model.starts)
+    check_bool("replay", model.replay)
+    check_bool("verbose", model.verbose)
 
 
 class _Ensemble(_ArrayRegressorMixin, base.MiniBatchRegressor):
@@ -106,7 +165,9 @@ class _Ensemble(_ArrayRegressorMixin, base.MiniBatchRegressor):
     def member_predictions(self, x: dict):
         """Each member's predictive ``(means, variances)`` for ``x`` and the weights that the
         ensemble's prediction for ``x`` uses (after switching). Dropped members give NaN."""
-        z = self._ready(x)
+        z = self._predict_array(x)
+        if z is None:
+            return self._ghost(x.keys()).member_predictions(x)
         return self._engine.member_predictions(z)
 
 
@@ -157,7 +218,8 @@ class DOEBE(_Ensemble):
     def __init__(self, models: list, weight_floor: float = WEIGHT_FLOOR):
         self.models = models
         self.weight_floor = weight_floor
-        Engine([MemberSpec(Linear(), 1.0, 1.0, 0.0)], None, float(weight_floor))
+        check_models(models, DOBE)
+        check_weight_floor(weight_floor)
 
     @classmethod
     def _unit_test_params(cls):
@@ -211,8 +273,9 @@ class SDOEBE(_Ensemble):
         self.models = models
         self.transition = transition
         self.weight_floor = weight_floor
-        n = len(models) if isinstance(models, list | tuple) else 0
-        Engine([MemberSpec(Linear(), 1.0, 1.0, 0.0)] * max(n, 1), transition, float(weight_floor))
+        check_models(models, DOBE)
+        check_transition(transition, len(models))
+        check_weight_floor(weight_floor)
 
     def _transition(self, n_members: int):
         return self.transition
@@ -247,14 +310,43 @@ class _WarmupFace:
     def _levels(self) -> list[float]:
         """The random-walk variance of each block of members: the dynamic levels, then 0 for the
         static block (when ``static``)."""
-        levels = [float(v) for v in self.rw_variances]
-        if any(not np.isfinite(v) or v <= 0 for v in levels):
-            raise ValueError(f"rw_variances must be positive, got {self.rw_variances!r}")
-        if self.static:
-            levels.append(0.0)
-        if not levels:
-            raise ValueError("no members: give rw_variances, or keep the static members")
-        return levels
+        return [float(v) for v in self.rw_variances] + ([0.0] if self.static else [])
+
+    # the input schema: free while the fallback learns, fixed by the members' fit
+    def _schema_is_free(self) -> bool:
+        if self.models is not None:
+            return super()._schema_is_free()
+        return self._engine is None
+
+    def _fixed_because(self) -> str:
+        if self.models is not None:
+            return super()._fixed_because()
+        return "the members were fitted on the warm-up window's inputs"
+
+    def _grow(self, n_inputs: int) -> None:
+        if self._engine is None:
+            self._warm.grow(n_inputs)
+        else:
+            super()._grow(n_inputs)
+
+    def _end_warmup(self) -> None:
+        """Fit the members; if that fails on the window's data, say so once and go on with the
+        fallback, which then is the model (it keeps learning, and no longer keeps samples)."""
+        import warnings
+
+        try:
+            self._finish_warmup()
+        except (RuntimeError, ValueError, ArithmeticError, np.linalg.LinAlgError) as err:
+            warnings.warn(
+                f"{type(self).__name__}: the warm-up failed on its window ({err}); the model "
+                "goes on with its warm-up fallback, which keeps learning",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+            self._warm.drop_window()
+
+    def _warmup_due(self) -> bool:
+        return self._warm.keep_window and self._warm.n >= self.n_warmup
 
     def _transition(self, n_members: int):
         levels = len(self._levels())
@@ -272,6 +364,8 @@ class _WarmupFace:
             return self
         if self._warm is None or self._warm.n < 2:
             raise RuntimeError("the warm-up needs at least 2 samples")
+        if not self._warm.keep_window:
+            raise RuntimeError("the warm-up failed already; the model is its fallback")
         import warnings
 
         warnings.warn(
@@ -438,8 +532,7 @@ class EDOEBE(_WarmupFace, _Ensemble):
         self.replay = replay
         self.verbose = verbose
         self.static = static
-        _check_edoebe_params(self)
-        Engine([MemberSpec(Linear(), 1.0, 1.0, 0.0)], None, float(weight_floor))
+        _check_edoebe_params(self, DOBE, "DOBE")
         self._std = None
         self._warm = None
         self._fitted: list = []
@@ -488,8 +581,8 @@ class EDOEBE(_WarmupFace, _Ensemble):
         self._n_seen += 1
         if self._engine is None:
             self._warm.learn(z, y)
-            if self._warm.n >= self.n_warmup:
-                self._finish_warmup()
+            if self._warmup_due():
+                self._end_warmup()
             return
         if self._std is None:
             self._engine.learn(z, y)
@@ -510,7 +603,7 @@ class EDOEBE(_WarmupFace, _Ensemble):
         """Each member's predictive ``(means, variances)`` for ``x`` in the units of the target,
         and the weights that the ensemble's prediction uses (after switching). Dropped members
         give NaN. Before the warm-up ends there are no members yet."""
-        z = self._ready(x)
+        z = self._predict_array(x)
         if self._engine is None:
             raise RuntimeError("the ensemble has no members before its warm-up ends")
         if self._std is None:
@@ -534,26 +627,26 @@ class EDOEBE(_WarmupFace, _Ensemble):
     @classmethod
     def from_batch(cls, X, y, feature_names=None, **params) -> EDOEBE:
         """Warm an E-DOEBE up on a history ``X (n, D)``, ``y (n,)`` and return it, ready to
-        stream. Features are named ``feature_names`` (default ``x0``, ``x1``, ...), which the
-        dicts of the stream must use. ``params`` are the constructor's (``models`` excluded).
+        stream. The features are named by ``X``'s columns when it is a DataFrame, else by
+        ``feature_names`` (default ``x0``, ``x1``, ...); the dicts of the stream must use those
+        names. ``params`` are the constructor's (``models`` excluded).
         """
-        from river_doebe._schema import Schema
         from river_doebe.warmup import Fallback
 
-        X = np.asarray(X, dtype=np.float64)
+        if params.get("models") is not None:
+            raise ValueError("from_batch warms a model up; explicit models need no warm-up")
+        X, names = _batch(X, feature_names)
         y = np.asarray(y, dtype=np.float64).ravel()
-        if X.ndim != 2 or X.shape[0] != y.shape[0]:
+        if X.shape[0] != y.shape[0]:
             raise ValueError(f"X must be (n, D) and y (n,), got {X.shape} and {y.shape}")
         if not (np.isfinite(X).all() and np.isfinite(y).all()):
             raise ValueError("X and y must be finite")
-        names = feature_names or [f"x{i}" for i in range(X.shape[1])]
-        if len(names) != X.shape[1]:
-            raise ValueError("feature_names must name every column of X")
         params.setdefault("n_warmup", max(2, X.shape[0]))
         model = cls(**params)
         model._schema = Schema(names)
         order = [names.index(n) for n in model._schema.names]
         model._warm = Fallback.from_window(X[:, order], y)
+        model._n_seen = X.shape[0]
         model._finish_warmup()
         return model
 

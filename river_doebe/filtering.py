@@ -1,27 +1,54 @@
 """Numba kernels of the online filter and of the ensemble weights. Nothing river-specific here.
 
 A *stack* holds ``M`` Bayesian linear learners of possibly different feature counts ``F[m]``,
-zero-padded to ``F_max``: ``mu (M, F_max)``, ``Sigma (M, F_max, F_max)``. Member ``m`` only ever
-reads and writes its leading ``F[m]`` entries, so the padding is never touched.
+zero-padded to ``F_max``: means ``mu (M, F_max)`` and covariance factors ``C (M, F_max,
+F_max)``. Member ``m`` only ever reads and writes its leading ``F[m]`` entries.
 
 One step of member ``m`` with features ``phi`` (paper Sec. 3.1-3.2; a Kalman filter with a random
-walk of variance ``var_rw`` on the weights):
+walk of variance ``var_rw`` on the weights), ``Sigma_pred = Sigma + var_rw I``:
 
-- predict: ``v = (Sigma + var_rw I) phi``; ``mean = phi' mu``; ``var = phi' v + var_eps``
-- update with ``y``: ``mu += v (y - mean) / var``; ``Sigma += var_rw I - v v' / var``
-- its loss is ``-log N(y; mean, var)``.
+- predict: ``v = Sigma_pred phi``; ``mean = phi' mu``; ``var = phi' v + var_eps``
+- update with a likelihood step that gives a gain ``g`` and a curvature ``c``:
+  ``mu += v g``; ``Sigma = Sigma_pred - c v v'``. The Gaussian likelihood has ``g = (y - mean) /
+  var`` and ``c = 1 / var``; the logistic one (:mod:`river_doebe._logistic`) its Laplace step.
 
-The covariance update is deferred: :func:`update_means` records it and the next
-:func:`predict_stack` applies it in the same sweep over ``Sigma`` that computes ``Sigma phi``
-(:func:`flush_stack` applies it when ``Sigma`` is read in between). The arithmetic is the same, in
-the same order, as updating at once.
+**Two covariance forms.** The standard form above subtracts ``c v v'``, which cancels badly when
+``c v v'`` is nearly ``Sigma_pred`` in some direction (unscaled inputs such as timestamps, or a
+tiny noise variance): the computed ``Sigma`` can lose positive definiteness and a later
+predictive variance can come out negative. Members are therefore kept in one of two forms:
 
-``Sigma`` is kept exactly symmetric: entry ``(i, j)`` and ``(j, i)`` receive the same floating
-point update because ``v[i] * v[j] == v[j] * v[i]``.
+- *static* members (``var_rw = 0``) keep an upper-triangular square root ``U`` with ``Sigma =
+  U U'``, stored as ``C[m] = U'`` (lower triangular, so that a column of ``U`` is a contiguous
+  row). The predictive variance ``|U' phi|^2 + var_eps`` is a sum of squares, and the update is
+  Carlson's triangular square-root step (Carlson 1973), which never subtracts covariances: with
+  ``f = U' phi``, ``alpha_0 = 1 / c - |f|^2`` (``var_eps`` for the Gaussian, ``1 / lambda`` for
+  the logistic step) and ``alpha_j = alpha_{j-1} + f_j^2``, column ``j`` of ``U`` becomes
+  ``sqrt(alpha_{j-1} / alpha_j) U_j - f_j / sqrt(alpha_{j-1} alpha_j) e_{j-1}`` with ``e_j =
+  e_{j-1} + f_j U_j``; then ``e_F = Sigma phi = v``. So ``Sigma`` stays positive semi-definite
+  whatever the inputs, and only half of ``C`` is touched.
+- *dynamic* members (``var_rw > 0``) cannot have an ``O(F^2)`` square-root step (the random walk
+  adds a full-rank ``var_rw I``); they keep ``Sigma`` itself, updated as ``Sigma += var_rw I -
+  u u'`` with ``u = v sqrt(c)`` (symmetric to the last bit, and no ``v v'`` that could overflow).
+  The random walk keeps ``Sigma_pred`` at least ``var_rw I``; if rounding ever breaks that
+  (``phi' Sigma phi < 0`` is detected in the predict sweep, ``status = 1``), the engine repairs
+  the member's ``Sigma`` and predicts again (:func:`repair_covariance`).
+
+**Deferred updates.** A member's ``O(F^2)`` covariance update is not applied at once: the update
+step records it (``pend``, ``pvec``, ``pc``, ``pg``) and the next predict sweep applies it row by
+row in the same pass that reads the row for the next prediction, so ``C`` is read and written
+once per step. For static members the mean update (which needs ``e_F``) is deferred too.
+The arithmetic is exactly the same whether a pending update is applied inside a predict sweep or
+on its own (:func:`flush_stack`), so *when* it is applied never changes any later number: a model
+may be pickled, copied or inspected at any time.
 
 Ensemble weights are kept as logs. A switching step (paper Eq. 8) with a row-stochastic ``Q``
 stored sparse in compressed-column form computes ``log w_new[j] = logsumexp_i(log w[i] + log
 Q[i, j])`` exactly in the log domain.
+
+References
+----------
+[^1]: Carlson, N. A. (1973). Fast triangular formulation of the square root filter. AIAA Journal,
+    11(9), 1259-1265.
 """
 
 from __future__ import annotations
@@ -33,8 +60,9 @@ import numpy as np
 
 __all__ = [
     "predict_stack",
-    "update_means",
     "flush_stack",
+    "gaussian_update",
+    "repair_covariance",
     "switch_log_weights",
     "bma_log_weights",
     "mixture_moments",
@@ -44,103 +72,234 @@ __all__ = [
 
 LOG_2PI = math.log(2.0 * math.pi)
 
+#: a dynamic member's ``phi' Sigma_pred phi`` may fall short of ``var_rw |phi|^2`` by this
+#: relative amount (rounding) before its covariance counts as broken
+_PSD_SLACK = 1e-8
 
-@numba.njit(cache=True, fastmath=False)
-def predict_stack(Phi, F, mu, Sigma, var_rw, var_eps, active, V, mean, var, Vp, inv_sp, pend):
-    """Predictive moments of every active member; ``V[m] = (Sigma_m + var_rw I) phi_m``.
+#: the bound on ``|Sigma_pred phi| |g|`` (a mean step) beyond which an update is refused
+_MAX_STEP = 1e300
 
-    A member with ``pend[m]`` still owes ``Sigma`` its last covariance update
-    ``Sigma += var_rw I - Vp Vp' inv_sp`` (see :func:`update_means`). It is applied here, row by
-    row, in the same pass that reads the row for ``Sigma phi``: one sweep over the covariance
-    per step instead of two. ``Sigma phi`` is accumulated as a sum of rows scaled by ``phi``
-    (``Sigma`` is symmetric), a contiguous axpy that vectorises without reassociating sums.
-    """
-    M = Phi.shape[0]
-    for m in range(M):
-        f = F[m]
-        rw = var_rw[m]
-        owes = pend[m]
+
+@numba.njit(cache=True, inline="always")
+def _dot(a, b, n):
+    """``sum_i a[i] b[i]`` over ``i < n`` with four fixed partial sums (same order every call)."""
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    i = 0
+    while i + 3 < n:
+        s0 += a[i] * b[i]
+        s1 += a[i + 1] * b[i + 1]
+        s2 += a[i + 2] * b[i + 2]
+        s3 += a[i + 3] * b[i + 3]
+        i += 4
+    while i < n:
+        s0 += a[i] * b[i]
+        i += 1
+    return (s0 + s1) + (s2 + s3)
+
+
+@numba.njit(cache=True, inline="always")
+def _static_sweep(f, owes, want, phi, mu, L, fv, e, pf, alpha0, g):
+    """One pass over a static member's factor ``L = U'``: apply the owed update (``pf`` = the
+    ``f`` of the update, ``alpha0``, mean gain ``g``; ``alpha0 = inf``: the covariance does not
+    change, only the mean), and with ``want`` write ``fv = U' phi`` for the new ``phi``."""
+    if owes:
+        a_prev = alpha0
+        frozen = a_prev == np.inf
+        sa = math.sqrt(a_prev)
+        for i in range(f):
+            e[i] = 0.0
+    for j in range(f):
+        row = L[j]
         if owes:
-            pend[m] = False
-            vp = Vp[m]
-            c = inv_sp[m]
-        if not active[m]:
-            if owes:
-                for j in range(f):
-                    row = Sigma[m, j]
-                    vj = vp[j]
-                    for i in range(f):
-                        row[i] -= (vj * vp[i]) * c
-                    row[j] += rw
-            continue
-        v = V[m]
-        phi = Phi[m]
+            fj = pf[j]
+            if frozen:
+                for i in range(j + 1):
+                    e[i] += fj * row[i]
+            else:
+                a_j = a_prev + fj * fj
+                sb = math.sqrt(a_j)
+                beta = sa / sb
+                gam = fj / (sa * sb)
+                for i in range(j + 1):
+                    u = row[i]
+                    row[i] = beta * u - gam * e[i]
+                    e[i] += fj * u
+                a_prev = a_j
+                sa = sb
+        if want:
+            fv[j] = _dot(row, phi, j + 1)
+    if owes and g != 0.0:
+        for i in range(f):
+            mu[i] += e[i] * g
+
+
+@numba.njit(cache=True, inline="always")
+def _dynamic_sweep(f, owes, want, phi, S, v, pu, rw):
+    """One pass over a dynamic member's ``Sigma``: apply the owed ``Sigma += rw I - pu pu'`` and
+    with ``want`` write ``v = (Sigma + rw I) phi``. The row is updated in full before it is read,
+    so the result is the same as applying the update first and predicting afterwards."""
+    if want:
         for i in range(f):
             v[i] = rw * phi[i]
-        for j in range(f):
-            row = Sigma[m, j]
+    for j in range(f):
+        row = S[j]
+        if owes:
+            uj = pu[j]
+            for i in range(f):
+                row[i] -= uj * pu[i]
+            row[j] += rw
+        if want:
             pj = phi[j]
-            if owes:
-                # one pass: update the row and add it, scaled, to Sigma phi
-                vj = vp[j]
-                for i in range(f):
-                    r = row[i] - (vj * vp[i]) * c
-                    row[i] = r
-                    v[i] += r * pj
-                row[j] += rw
-                v[j] += rw * pj
-            elif pj != 0.0:
+            if pj != 0.0:
                 for i in range(f):
                     v[i] += row[i] * pj
+
+
+@numba.njit(cache=True)
+def predict_stack(Phi, F, static, mu, C, var_rw, var_eps, active, V, E, mean, var, pvec, pc,
+                  pg, pend, status):
+    """Predictive moments of every active member (and the owed updates of every member).
+
+    Writes ``V[m]`` (``U' phi`` for a static member, ``Sigma_pred phi`` for a dynamic one),
+    ``mean[m]`` and ``var[m]``, and ``status[m]``: 0 fine, 1 a dynamic member's covariance is
+    no longer positive semi-definite along ``phi`` (repair it and predict again), 2 the
+    moments are not finite (the features are too large). Returns the number of members with a
+    non-zero status.
+    """
+    M = Phi.shape[0]
+    n_bad = 0
+    for m in range(M):
+        f = F[m]
+        owes = pend[m]
+        want = active[m]
+        status[m] = 0
+        if owes:
+            pend[m] = False
+        if not (owes or want):
+            continue
+        phi = Phi[m]
+        if static[m]:
+            _static_sweep(f, owes, want, phi, mu[m], C[m], V[m], E[m], pvec[m], pc[m], pg[m])
+        else:
+            _dynamic_sweep(f, owes, want, phi, C[m], V[m], pvec[m], var_rw[m])
+        if not want:
+            continue
+        v = V[m]
         s = 0.0
         q = 0.0
-        for i in range(f):
-            q += phi[i] * v[i]
-            s += phi[i] * mu[m, i]
+        if static[m]:
+            for i in range(f):
+                q += v[i] * v[i]
+                s += phi[i] * mu[m, i]
+        else:
+            pp = 0.0
+            for i in range(f):
+                q += phi[i] * v[i]
+                s += phi[i] * mu[m, i]
+                pp += phi[i] * phi[i]
         mean[m] = s
         var[m] = q + var_eps[m]
+        if not (math.isfinite(s) and math.isfinite(var[m])):
+            status[m] = 2
+            n_bad += 1
+        elif not static[m] and not q >= var_rw[m] * pp * (1.0 - _PSD_SLACK):
+            status[m] = 1
+            n_bad += 1
+    return n_bad
 
 
-@numba.njit(cache=True, fastmath=False)
-def update_means(F, mu, V, mean, var, y, active, loglik, inv_sp, pend):
-    """Fold ``y`` into the mean of every active member and write its log-likelihood; record the
-    covariance update it owes (``pend``, ``inv_sp``; the caller keeps ``V`` as ``Vp``).
-
-    Inactive members are left as they are and get ``loglik = -inf``.
-    """
+@numba.njit(cache=True)
+def flush_stack(F, static, mu, C, var_rw, E, pvec, pc, pg, pend):
+    """Apply every owed update now (bit for bit what the next predict sweep would do)."""
     M = mu.shape[0]
-    for m in range(M):
-        if not active[m]:
-            loglik[m] = -np.inf
-            continue
-        f = F[m]
-        s = var[m]
-        r = y - mean[m]
-        loglik[m] = -0.5 * (LOG_2PI + math.log(s) + r * r / s)
-        g = r / s
-        for i in range(f):
-            mu[m, i] += V[m, i] * g
-        inv_sp[m] = 1.0 / s
-        pend[m] = True
-
-
-@numba.njit(cache=True, fastmath=False)
-def flush_stack(F, Sigma, var_rw, Vp, inv_sp, pend):
-    """Apply every owed covariance update ``Sigma += var_rw I - Vp Vp' inv_sp``."""
-    M = Sigma.shape[0]
     for m in range(M):
         if not pend[m]:
             continue
         pend[m] = False
-        f = F[m]
-        c = inv_sp[m]
-        rw = var_rw[m]
-        for j in range(f):
-            row = Sigma[m, j]
-            vj = Vp[m, j]
-            for i in range(f):
-                row[i] -= (vj * Vp[m, i]) * c
-            row[j] += rw
+        if static[m]:
+            _static_sweep(F[m], True, False, mu[m], mu[m], C[m], mu[m], E[m], pvec[m], pc[m],
+                          pg[m])
+        else:
+            _dynamic_sweep(F[m], True, False, mu[m], C[m], mu[m], pvec[m], var_rw[m])
+
+
+@numba.njit(cache=True)
+def gaussian_update(F, static, mu, V, mean, var, var_theta, var_eps, y, active, loglik, pc, pg,
+                    pend, n_filtered):
+    """Fold ``y`` into every active member with a Gaussian likelihood; record the owed updates.
+
+    Every active member is checked first: a residual, gain or mean step that would not be finite
+    returns ``m + 1`` for the first such member and changes nothing. Otherwise writes
+    ``loglik[m] = log N(y; mean[m], var[m])`` (``-inf`` for inactive members), updates the means
+    of dynamic members, turns ``V[m]`` into the owed factor (the caller keeps it as ``pvec``:
+    ``v sqrt(c)`` for dynamic members, ``f`` for static ones) and returns 0.
+    """
+    M = mu.shape[0]
+    for m in range(M):
+        if not active[m]:
+            continue
+        s = var[m]
+        r = y - mean[m]
+        g = r / s
+        if not (math.isfinite(r) and math.isfinite(g)):
+            return m + 1
+        if not _step_ok(F[m], static[m], mu[m], V[m], s - var_eps[m], var_theta[m], g):
+            return m + 1
+    for m in range(M):
+        if not active[m]:
+            loglik[m] = -np.inf
+            continue
+        s = var[m]
+        r = y - mean[m]
+        loglik[m] = -0.5 * (LOG_2PI + math.log(s) + r * r / s)
+        _record(F[m], static[m], mu[m], V[m], r / s, 1.0 / s, var_eps[m], pc, pg, m)
+        pend[m] = True
+        n_filtered[m] += 1
+    return 0
+
+
+@numba.njit(cache=True, inline="always")
+def _step_ok(f, is_static, mu, v, q, var_theta, g):
+    """Whether the mean step ``mu += Sigma_pred phi g`` stays finite. For a static member
+    ``Sigma_pred phi`` is not at hand, but ``Sigma <= var_theta I`` bounds it by
+    ``sqrt(var_theta q)`` with ``q = |U' phi|^2``."""
+    if is_static:
+        return math.sqrt(var_theta * q) * abs(g) <= _MAX_STEP
+    for i in range(f):
+        if not math.isfinite(mu[i] + v[i] * g):
+            return False
+    return True
+
+
+@numba.njit(cache=True, inline="always")
+def _record(f, is_static, mu, v, g, c, alpha0, pc, pg, m):
+    """Record member ``m``'s owed update for gain ``g`` and curvature ``c`` (``alpha0 = 1/c -
+    |f|^2`` for a static member, computed by the likelihood without cancellation)."""
+    if is_static:
+        pg[m] = g
+        pc[m] = alpha0
+    else:
+        for i in range(f):
+            mu[i] += v[i] * g
+        r = math.sqrt(c)
+        for i in range(f):
+            v[i] *= r
+
+
+@numba.njit(cache=True)
+def repair_covariance(S):
+    """The nearest positive semi-definite matrix to the symmetric part of ``S`` (eigenvalues
+    clipped at 0), exactly symmetric: a dynamic member's rare repair after rounding broke it."""
+    A = 0.5 * (S + S.T)
+    lam, Q = np.linalg.eigh(A)
+    for i in range(lam.shape[0]):
+        if lam[i] < 0.0:
+            lam[i] = 0.0
+    R = (Q * lam) @ Q.T
+    return 0.5 * (R + R.T)
 
 
 @numba.njit(cache=True)

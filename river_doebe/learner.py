@@ -3,28 +3,46 @@
 from __future__ import annotations
 
 import copy
+import numbers
+import warnings
 
 import numpy as np
 from river import base, proba
 
-from river_doebe._engine import Engine, MemberSpec
-from river_doebe._schema import Schema, check_target
+from river_doebe._checks import check_positive, check_random_walk
+from river_doebe._engine import Engine, FilterError, MemberSpec
+from river_doebe._schema import Schema, check_frame, check_target, check_targets
 from river_doebe.basis import Basis, Linear
 
 __all__ = ["DOBE"]
 
 
-class _ArrayRegressorMixin:
-    """dict <-> array plumbing shared by the learner and the ensembles.
+def check_basis(basis) -> None:
+    """``None`` or a basis expansion of :mod:`river_doebe.basis`."""
+    if basis is not None and not isinstance(basis, Basis):
+        raise TypeError(
+            "basis must be a basis from river_doebe.basis (e.g. RandomFourierFeatures(50)) or "
+            f"None, got {type(basis).__name__} {basis!r}"
+        )
 
-    The schema is fixed at the first sample (``_ready``), which then calls ``_on_schema`` (by
-    default: build the engine with ``_make_engine`` and set it up). Every river method goes
-    through the array hooks ``_predict_z``, ``_learn_z`` and ``_log_density_z``, which a model
-    that transforms arrays or targets (the warm-up E-DOEBE) overrides.
+
+class _ArrayRegressorMixin:
+    """dict <-> array plumbing shared by every estimator of the package (the classifiers too).
+
+    The input policy (see :mod:`river_doebe._schema`): the first sample learnt fixes the schema
+    and calls ``_on_schema`` (by default: build the engine with ``_make_engine`` and set it up);
+    a later sample with new features grows it (``_grow``) while ``_schema_is_free()``, else the
+    new features are ignored with one warning each. Predictions never change the schema: before
+    the first sample is learnt they come from a throwaway copy (the prior predictive). Every
+    river method goes through the array hooks ``_predict_z``, ``_learn_z`` and
+    ``_log_density_z``, which a model that transforms arrays or targets (the warm-up E-DOEBE)
+    overrides. A sample the filters refuse (:class:`river_doebe._engine.FilterError`) is
+    reported naming its largest input, with the model unchanged.
     """
 
     _engine: Engine | None = None
     _schema: Schema | None = None
+    _ignored: frozenset = frozenset()
 
     # hooks ---------------------------------------------------------------
     def _make_engine(self, n_inputs: int) -> Engine:  # pragma: no cover - abstract
@@ -35,6 +53,20 @@ class _ArrayRegressorMixin:
         engine.setup(len(schema))
         self._engine = engine
 
+    def _schema_is_free(self) -> bool:
+        """Whether a new feature may still join the schema."""
+        return self._engine is None or self._engine.can_grow
+
+    def _fixed_because(self) -> str:
+        """Why the schema no longer grows, for the warning."""
+        rigid = sorted(
+            {type(m.basis).__name__ for m in self._engine.members if not m.basis.can_grow}
+        )
+        return f"the basis {', '.join(rigid)} cannot take new inputs exactly"
+
+    def _grow(self, n_inputs: int) -> None:
+        self._engine.grow(n_inputs)
+
     def _predict_z(self, z: np.ndarray) -> tuple[float, float]:
         return self._engine.predict(z)
 
@@ -44,62 +76,185 @@ class _ArrayRegressorMixin:
     def _log_density_z(self, z: np.ndarray, y: float) -> float:
         return self._engine.log_density(z, y)
 
-    def _ready(self, x: dict) -> np.ndarray:
-        if self._schema is None:
+    # dict / frame -> array -----------------------------------------------
+    def _learn_array(self, x: dict):
+        """The sample as an array for learning, and an undo for a schema that had to grow (a
+        callable, or None): the caller undoes the growth if the sample is then refused."""
+        schema = self._schema
+        if schema is None:
             schema = Schema.from_sample(x)
             z = schema.to_array(x)
+            undo = self._snapshot()
             self._on_schema(schema)
             self._schema = schema
-            return z
+            return z, undo
+        z, new = schema.to_array_and_new(x)
+        if not new:
+            return z, None
+        if not self._schema_is_free():
+            self._ignore(new)
+            return z, None
+        grown = schema.extend(new)
+        z = grown.to_array(x)  # the new values are validated before anything changes
+        undo = self._snapshot()
+        self._grow(len(grown))
+        self._schema = grown
+        return z, undo
+
+    def _snapshot(self):
+        """A callable that puts the model's state back as it is now (rarely needed: a sample
+        that grew the schema and was then refused)."""
+        saved = copy.deepcopy(self.__dict__)
+
+        def restore():
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+
+        return restore
+
+    def _ignore(self, names) -> None:
+        fresh = [n for n in names if n not in self._ignored]
+        if fresh:
+            warnings.warn(
+                f"{type(self).__name__}: feature(s) {fresh} are not in the input schema, which "
+                f"no longer grows ({self._fixed_because()}); they are ignored",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+            self._ignored = self._ignored | frozenset(fresh)
+
+    def _predict_array(self, x: dict) -> np.ndarray | None:
+        """The sample as an array for predicting (``None`` before any schema)."""
+        if self._schema is None:
+            if not isinstance(x, dict):
+                raise TypeError(f"expected a dict of features, got {type(x).__name__}")
+            return None
         return self._schema.to_array(x)
 
-    def _ready_frame(self, X) -> np.ndarray:
-        if self._schema is None:
+    def _ghost(self, names):
+        """A fresh copy of the model with the schema ``names`` and nothing learnt: what the
+        model predicts before it has learnt anything (its prior predictive), without fixing
+        its own schema."""
+        ghost = self.clone()
+        schema = Schema(names)
+        ghost._on_schema(schema)
+        ghost._schema = schema
+        return ghost
+
+    def _frame_for_learning(self, X):
+        """The DataFrame ``X`` as an array for learning, and a callable that commits the schema
+        (fixed, grown or with ignored columns) once everything has been validated."""
+        check_frame(X)
+        schema = self._schema
+        if schema is None:
             if X.shape[1] == 0:
                 raise ValueError("the batch has no features, so no input schema can be fixed")
             schema = Schema(X.columns)
             Z = schema.frame_to_array(X)
-            self._on_schema(schema)
-            self._schema = schema
-            return Z
-        return self._schema.frame_to_array(X)
+
+            def commit():
+                self._on_schema(schema)
+                self._schema = schema
+
+            return Z, commit
+        new = schema.frame_new_names(X)
+        if new and self._schema_is_free():
+            grown = schema.extend(new)
+            Z = grown.frame_to_array(X)
+
+            def commit():
+                self._grow(len(grown))
+                self._schema = grown
+
+            return Z, commit
+        Z = schema.frame_to_array(X)
+        return Z, (lambda: self._ignore(new)) if new else (lambda: None)
+
+    def _refused(self, err: FilterError, x: dict, what: str) -> FilterError:
+        """The engine's refusal, reworded for the user: what was refused, and the input most
+        likely to blame."""
+        largest = None
+        for name, v in x.items():
+            if isinstance(v, numbers.Real) and (largest is None or abs(v) > abs(largest[1])):
+                largest = (name, v)
+        hint = f"; its largest input is {largest[0]!r} = {largest[1]!r}" if largest else ""
+        return FilterError(
+            f"{type(self).__name__} cannot {what} this sample safely ({err}){hint}. The model "
+            "is unchanged; scale the inputs (e.g. preprocessing.StandardScaler) or drop the "
+            "sample"
+        )
+
+    def clone(self, new_params: dict | None = None, include_attributes: bool = False):
+        # river's Base.clone looks at the first item of every tuple parameter, which fails on an
+        # empty one (``rw_variances=()``): clone with a stand-in, then restore the value
+        empty = [k for k, v in self._get_params().items() if isinstance(v, tuple) and not v]
+        stand_in = {k: [] for k in empty if k not in (new_params or {})}
+        clone = super().clone({**stand_in, **(new_params or {})}, include_attributes)
+        for k in stand_in:
+            setattr(clone, k, ())
+        return clone
 
     # river API -----------------------------------------------------------
     def predict_one(self, x: dict, with_dist: bool = False):
-        z = self._ready(x)
-        if with_dist:
-            return self._dist_z(z)
-        return self._predict_z(z)[0]
+        z = self._predict_array(x)
+        if z is None:
+            return self._ghost(x.keys()).predict_one(x, with_dist=with_dist)
+        try:
+            if with_dist:
+                return self._dist_z(z)
+            return self._predict_z(z)[0]
+        except FilterError as err:
+            raise self._refused(err, x, "predict") from None
 
     def learn_one(self, x: dict, y: float) -> None:
         y = check_target(y)
-        self._learn_z(self._ready(x), y)
+        z, undo = self._learn_array(x)
+        try:
+            self._learn_z(z, y)
+        except FilterError as err:
+            if undo is not None:
+                undo()
+            raise self._refused(err, x, "learn") from None
 
     def learn_many(self, X, y) -> None:
-        Z = self._ready_frame(X)
-        ys = np.asarray(y, dtype=np.float64)
-        if ys.shape != (Z.shape[0],):
-            raise ValueError(f"got {Z.shape[0]} rows of features but {ys.size} targets")
-        if not np.isfinite(ys).all():
-            raise ValueError("the targets contain NaN or infinite values")
+        """Learn the rows of a DataFrame in order. Everything is validated first (the batch is
+        refused as a whole, with the model unchanged); a row the filters cannot take safely
+        raises :class:`river_doebe._engine.FilterError` naming its position, with the rows
+        before it learnt."""
+        ys = check_targets(y, len(X))
+        Z, commit = self._frame_for_learning(X)
+        commit()
         for i in range(Z.shape[0]):
-            self._learn_z(Z[i], float(ys[i]))
+            try:
+                self._learn_z(Z[i], float(ys[i]))
+            except FilterError as err:
+                raise FilterError(f"row {i} of the batch cannot be learnt safely ({err}); the "
+                                  f"{i} rows before it were learnt") from None
 
     def predict_many(self, X):
         import pandas as pd
 
-        Z = self._ready_frame(X)
+        check_frame(X)
+        if self._schema is None:
+            return self._ghost(X.columns).predict_many(X)
+        Z = self._schema.frame_to_array(X)
         means = [self._predict_z(Z[i])[0] for i in range(Z.shape[0])]
         return pd.Series(means, index=X.index, dtype=float)
 
     def log_density_one(self, x: dict, y: float) -> float:
-        """Exact log density of ``y`` under the predictive distribution for ``x``, before learning.
+        """Exact log density of ``y`` under the predictive for ``x``, before learning it.
 
         For an ensemble this is the mixture density ``log sum_m w_m N(y; mean_m, var_m)``, which
         is at least as high as the density of the moment-matched Gaussian of ``predict_one``.
         """
         y = check_target(y)
-        return self._log_density_z(self._ready(x), y)
+        z = self._predict_array(x)
+        if z is None:
+            return self._ghost(x.keys()).log_density_one(x, y)
+        try:
+            return self._log_density_z(z, y)
+        except FilterError as err:
+            raise self._refused(err, x, "predict") from None
 
     def _dist_z(self, z: np.ndarray):
         """The predictive distribution for ``z`` (a Gaussian; the ensembles return their
@@ -122,10 +277,14 @@ class DOBE(_ArrayRegressorMixin, base.MiniBatchRegressor):
     exactly the batch Bayesian posterior. Each step costs ``O(F^2)`` for ``F`` basis functions,
     and runs in compiled code.
 
-    Input policy: the schema is fixed by the first sample (names sorted); missing features count
-    as 0; features not in the first sample are ignored; NaN, infinity or non-numeric values raise
-    before any state changes. Inputs are used as given: put a scaler in front for bases with
-    length scales (or use :class:`river_doebe.EDOEBE`, which standardises by itself).
+    Input policy (the README's): the first sample learnt fixes the input schema (names sorted);
+    a feature that arrives later joins it when the basis can take it exactly (``Linear``,
+    ``AdditivePolynomial``, and random Fourier features or RBF networks with one length scale),
+    else it is ignored with a warning; ``predict_one`` never changes the schema; missing features
+    count as 0; NaN, infinity or non-numeric values raise before any state changes. Inputs are
+    used as given: put a scaler in front for bases with length scales (or use
+    :class:`river_doebe.EDOEBE`, which standardises by itself). Static learners keep a square
+    root of their covariance, so unscaled inputs such as timestamps cannot break it.
 
     Parameters
     ----------
@@ -190,8 +349,10 @@ class DOBE(_ArrayRegressorMixin, base.MiniBatchRegressor):
         self.var_theta = var_theta
         self.var_eps = var_eps
         self.var_rw = var_rw
-        # validate early, with the message the engine would give later
-        Engine([self._spec(Linear())])
+        check_basis(basis)
+        check_positive("var_theta", var_theta)
+        check_positive("var_eps", var_eps)
+        check_random_walk(var_rw, var_theta)
 
     def _spec(self, basis) -> MemberSpec:
         return MemberSpec(basis, float(self.var_theta), float(self.var_eps), float(self.var_rw))

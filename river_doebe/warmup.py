@@ -44,9 +44,9 @@ class Standardizer:
     def fit(cls, X: np.ndarray, y: np.ndarray, names=None, clip: float = 1e3) -> Standardizer:
         X = np.asarray(X, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
-        mean = X.mean(axis=0)
-        std = X.std(axis=0)
-        keep = std > 1e-12 * np.maximum(1.0, np.abs(mean))
+        mean, std = _mean_std(X)
+        # constant: no spread beyond rounding, relative to the input's own size (any scale)
+        keep = std > _CONSTANT * np.abs(mean)
         if not keep.any():
             warnings.warn(
                 "every input is constant over the warm-up window; the model keeps the first one "
@@ -65,9 +65,8 @@ class Standardizer:
                 RuntimeWarning,
                 stacklevel=3,
             )
-        y_mean = float(y.mean())
-        y_std = float(y.std())
-        if not y_std > 1e-12 * max(1.0, abs(y_mean)):
+        y_mean, y_std = (float(v[0]) for v in _mean_std(y[:, None]))
+        if not y_std > _CONSTANT * abs(y_mean):
             warnings.warn(
                 "the target is constant over the warm-up window; its scale is taken as 1",
                 RuntimeWarning,
@@ -87,7 +86,25 @@ class Standardizer:
 
     def y_back(self, mean, var):
         """A standardised mean and variance (numbers or arrays) back in the units of ``y``."""
-        return mean * self.y_scale + self.y_mean, var * self.y_scale**2
+        # (not y_scale ** 2, which raises where a product overflows to inf: targets near 1e200)
+        return mean * self.y_scale + self.y_mean, var * (self.y_scale * self.y_scale)
+
+
+#: a spread below this fraction of a column's mean is rounding: the column is constant
+_CONSTANT = 1e-12
+
+#: the power-of-two unit of an input (or target) that has only been 0 so far
+_UNSET = np.iinfo(np.int64).min
+
+
+def _mean_std(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Column means and (population) standard deviations of ``X (n, D)`` at any scale: each
+    column is divided by a power of two near its largest magnitude first (exact), so that
+    squares neither overflow (1e200) nor underflow (1e-200)."""
+    peak = np.max(np.abs(X), axis=0) if X.shape[0] else np.zeros(X.shape[1])
+    _, exp = np.frexp(np.where(peak > 0, peak, 1.0))
+    S = np.ldexp(X, -exp)
+    return np.ldexp(S.mean(axis=0), exp), np.ldexp(S.std(axis=0), exp)
 
 
 #: the basis families a warm-up can be asked for by name (paper Sec. 5.1, Experiment 1)
@@ -288,12 +305,20 @@ class Fallback:
     stale). Its noise variance is the mean squared standardised one-step error so far (clipped
     to ``[1e-3, 1]``). Predictions are one step ahead and come with a distribution; before two
     samples it predicts the running mean with unit variance in the target's scale.
+
+    The moments are kept in units of a power of two per input (and for the target) near its
+    largest magnitude so far, rescaled exactly when that grows, so that inputs of any scale
+    (1e-150 or 1e150) neither overflow nor underflow. New inputs can join (:meth:`grow`): the
+    past samples count as 0 there, as the input policy says.
     """
 
     def __init__(self, n_inputs: int):
         self.n = 0
+        self.keep_window = True
         self._X: list[np.ndarray] = []
         self._y: list[float] = []
+        self._ex = np.full(n_inputs, _UNSET, dtype=np.int64)  # x is kept as x * 2**-ex
+        self._ey = _UNSET
         self._mx = np.zeros(n_inputs)
         self._Cxx = np.zeros((n_inputs, n_inputs))
         self._cxy = np.zeros(n_inputs)
@@ -307,16 +332,59 @@ class Fallback:
     def from_window(cls, X: np.ndarray, y: np.ndarray) -> Fallback:
         fb = cls(X.shape[1])
         for z, t in zip(X, y):
-            fb._add(z, float(t))
+            fb._add(np.asarray(z, dtype=np.float64), float(t))
         return fb
+
+    def grow(self, n_inputs: int) -> None:
+        """Take ``n_inputs`` inputs; the new ones last, 0 in every past sample."""
+        k = n_inputs - self._mx.shape[0]
+        self._ex = np.r_[self._ex, np.full(k, _UNSET, dtype=np.int64)]
+        self._mx = np.r_[self._mx, np.zeros(k)]
+        self._cxy = np.r_[self._cxy, np.zeros(k)]
+        self._Cxx = np.pad(self._Cxx, ((0, k), (0, k)))
+        self._post = None
+
+    def drop_window(self) -> None:
+        """Stop keeping the samples (the warm-up was given up: the fallback is the model)."""
+        self.keep_window = False
+        self._X, self._y = [], []
+
+    def _rescale(self, z: np.ndarray, y: float) -> None:
+        """Move the power-of-two units of the moments to ``(z, y)``'s magnitudes (exact): an
+        input's unit is set by its first non-zero value and raised when a value exceeds it by
+        more than ``2**8``."""
+        _, ex = np.frexp(z)
+        unset = self._ex == _UNSET
+        up = np.where(z == 0, 0, np.where(unset, ex, np.maximum(ex - self._ex - 8, 0)))
+        if up.any():
+            shift = np.where(unset, 0, up)
+            self._ex = np.where(unset & (z != 0), ex, self._ex + shift)
+            self._mx = np.ldexp(self._mx, -shift)
+            self._cxy = np.ldexp(self._cxy, -shift)
+            self._Cxx = np.ldexp(np.ldexp(self._Cxx, -shift[:, None]), -shift[None, :])
+            self._post = None
+        if y != 0:
+            _, ey = math.frexp(y)
+            if self._ey == _UNSET:
+                self._ey = ey
+            elif ey - self._ey > 8:
+                dy = ey - self._ey
+                self._ey = ey
+                self._my = math.ldexp(self._my, -dy)
+                self._syy = math.ldexp(self._syy, -2 * dy)
+                self._cxy = np.ldexp(self._cxy, -dy)
+                self._post = None
+
+    def _units(self) -> tuple[np.ndarray, int]:
+        return np.where(self._ex == _UNSET, 0, self._ex), (0 if self._ey == _UNSET else self._ey)
 
     def _posterior(self):
         if self._post is None:
             n = self.n
             sx = np.sqrt(np.maximum(np.diag(self._Cxx) / n, 0.0))
-            sx[sx <= 1e-12 * np.maximum(1.0, np.abs(self._mx))] = np.inf  # constant: no weight
+            sx[~(sx > _CONSTANT * np.abs(self._mx))] = np.inf  # constant: no weight
             sy = math.sqrt(max(self._syy / n, 0.0))
-            if not sy > 1e-12 * max(1.0, abs(self._my)):
+            if not sy > _CONSTANT * abs(self._my):
                 sy = 1.0
             ve = min(max(self._sq_err / self._n_err, 1e-3), 1.0) if self._n_err else 1.0
             inv = 1.0 / sx
@@ -329,37 +397,52 @@ class Fallback:
         return self._post
 
     def predict(self, z: np.ndarray) -> tuple[float, float]:
+        """Predictive mean and variance, in the units of the target."""
+        mean, var = self._predict_scaled(z)
+        _, ey = self._units()
+        # a variance in the target's units may overflow (a target around 1e200): then inf
+        return float(np.ldexp(mean, ey)), float(np.ldexp(var, 2 * ey))
+
+    def _predict_scaled(self, z: np.ndarray) -> tuple[float, float]:
         if self.n < 2:
             return self._my, (1.0 if self.n == 0 else 1.0 + self._my**2)
         inv, sy, ve, chol, w = self._posterior()
-        u = (z - self._mx) * inv
+        u = (np.ldexp(z, -self._units()[0]) - self._mx) * inv
         u = np.clip(u, -1e3, 1e3)
         h = np.linalg.solve(chol, u)
         return self._my + sy * float(u @ w), sy * sy * (float(h @ h) + ve)
 
     def learn(self, z: np.ndarray, y: float) -> None:
         if self.n >= 2:
-            mean, var = self.predict(z)
+            mean, _ = self._predict_scaled(z)
             _, sy, _, _, _ = self._posterior()
-            self._sq_err += ((y - mean) / sy) ** 2
+            self._sq_err += ((math.ldexp(y, -self._units()[1]) - mean) / sy) ** 2
             self._n_err += 1
         self._add(z.copy(), y)
 
     def _add(self, z: np.ndarray, y: float) -> None:
-        self._X.append(z)
-        self._y.append(y)
+        if self.keep_window:
+            self._X.append(z)
+            self._y.append(y)
+        self._rescale(z, y)
+        ex, ey = self._units()
+        zs, ys = np.ldexp(z, -ex), math.ldexp(y, -ey)
         self.n += 1
-        dx = z - self._mx
-        dy = y - self._my
+        dx = zs - self._mx
+        dy = ys - self._my
         self._mx += dx / self.n
         self._my += dy / self.n
-        self._Cxx += np.outer(dx, z - self._mx)
-        self._cxy += dx * (y - self._my)
-        self._syy += dy * (y - self._my)
+        self._Cxx += np.outer(dx, zs - self._mx)
+        self._cxy += dx * (ys - self._my)
+        self._syy += dy * (ys - self._my)
         self._post = None
 
     def window(self) -> tuple[np.ndarray, np.ndarray]:
-        return np.vstack(self._X), np.asarray(self._y, dtype=np.float64)
+        """The samples kept, as ``(X, y)``; inputs that joined later are 0 in earlier rows."""
+        X = np.zeros((len(self._X), self._mx.shape[0]))
+        for i, z in enumerate(self._X):
+            X[i, : z.shape[0]] = z
+        return X, np.asarray(self._y, dtype=np.float64)
 
 
 def fit_ensemble(

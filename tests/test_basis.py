@@ -591,3 +591,29 @@ def test_pickle_keeps_state(basis):
     Z = _data(10, seed=6)
     restored = pickle.loads(pickle.dumps(basis))
     np.testing.assert_array_equal(restored.featurize(Z), basis.featurize(Z))
+
+
+# ------------------------------------------------------------------------- transform_many
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Linear(),
+        lambda: AdditivePolynomial(3),
+        lambda: RandomFourierFeatures(5, seed=1),
+        lambda: HilbertGP(8),
+        lambda: RBFNetwork(4, seed=0),
+    ],
+    ids=["linear", "poly", "rff", "hsgp", "rbf"],
+)
+def test_transform_many_equals_transform_one_row_by_row(make):
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(7, 2)), columns=["b", "a"], index=range(10, 17))
+    one, many = make(), make()
+    for x in frame.to_dict("records")[:4]:
+        one.learn_one(x)
+        many.learn_one(x)
+    out = many.transform_many(frame)
+    rows = [one.transform_one(x) for x in frame.to_dict("records")]
+    assert list(out.columns) == list(rows[0]) and list(out.index) == list(frame.index)
+    np.testing.assert_array_equal(out.to_numpy(), np.array([list(r.values()) for r in rows]))

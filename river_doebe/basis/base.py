@@ -112,9 +112,43 @@ class Basis(base.Transformer):
 
         A family whose kernel parameters change here (the RBF network placing its centres online)
         returns ``True`` when they did, so a learner holding stacked parameters knows to restack,
-        and exposes a ``wants_observations`` property that stays ``True`` while this can happen.
+        and overrides :attr:`wants_observations` to stay ``True`` while this can happen.
         """
         return None
+
+    @property
+    def wants_observations(self) -> bool:
+        """Whether :meth:`_observe` can still change the basis (default: never)."""
+        return False
+
+    # ------------------------------------------------------------------ growth
+    @property
+    def can_grow(self) -> bool:
+        """Whether the basis can take new inputs exactly (see :meth:`grow`); default: no."""
+        return False
+
+    def grow(self, n_inputs: int) -> np.ndarray:
+        """Take ``n_inputs`` inputs instead of :attr:`n_inputs`; the new ones come last.
+
+        Only for a basis whose features of any input with the new coordinates at 0 are the old
+        features of that input, in the same relative order, with every new feature 0 there (a
+        learner can then add the new weights to its posterior exactly). Returns the position of
+        each old feature in the new feature vector (increasing).
+        """
+        D = self._require_initialized("grow")
+        n_inputs = int(n_inputs)
+        if not self.can_grow:
+            raise TypeError(
+                f"{type(self).__name__} cannot take new inputs exactly (set up for {D})"
+            )
+        if n_inputs <= D:
+            raise ValueError(f"cannot grow from {D} to {n_inputs} inputs")
+        positions = np.asarray(self._grow(n_inputs), dtype=np.int64)
+        self._n_inputs = n_inputs
+        return positions
+
+    def _grow(self, n_inputs: int) -> np.ndarray:  # pragma: no cover - growable families
+        raise NotImplementedError
 
     # ------------------------------------------------------------------ array face
     @property
@@ -158,12 +192,43 @@ class Basis(base.Transformer):
 
     # ------------------------------------------------------------------ river face
     def learn_one(self, x: dict) -> None:
-        z = self._to_array(x)
-        self._observe(z)
+        schema = getattr(self, "_schema", None)
+        if schema is not None and self.can_grow:
+            new = schema.new_names(x)
+            if new:
+                grown = schema.extend(new)
+                z = grown.to_array(x)  # validated before anything changes
+                self.grow(len(grown))
+                self._schema = grown
+                self._observe(z)
+                return
+        self._observe(self._to_array(x))
 
     def transform_one(self, x: dict) -> dict:
         z = self._to_array(x)
         return dict(zip(self.feature_names(), self.featurize_one(z).tolist(), strict=True))
+
+    def transform_many(self, X):
+        """Featurise a pandas DataFrame: one row of features per row of ``X``, the same values
+        and column names as :meth:`transform_one` on each row, with ``X``'s index."""
+        import pandas as pd
+
+        schema = getattr(self, "_schema", None)
+        if schema is None:
+            if X.shape[1] == 0:
+                raise ValueError("the batch has no features, so no input schema can be fixed")
+            schema = Schema(X.columns)
+            Z = schema.frame_to_array(X)
+            self.initialize(len(schema))
+            self._schema = schema
+        else:
+            Z = schema.frame_to_array(X)
+        # row by row through the streaming kernel: exactly what transform_one gives
+        Phi = np.zeros((len(Z), self.n_outputs))
+        params = stack_params([self._params()])
+        for i in range(len(Z)):
+            self._kernel(np.ascontiguousarray(Z[i]), Phi[i : i + 1], _ROW0, _ACTIVE1, *params)
+        return pd.DataFrame(Phi, index=X.index, columns=self.feature_names())
 
     # ------------------------------------------------------------------ shared helpers
     def _input_names(self) -> list[str]:

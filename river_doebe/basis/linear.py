@@ -50,6 +50,15 @@ class Linear(Basis):
         pass
 
     @property
+    def can_grow(self) -> bool:
+        return True
+
+    def _grow(self, n_inputs):
+        # the new inputs go before the bias, which moves to the end
+        D = self.n_inputs
+        return np.r_[np.arange(D), [n_inputs]] if self.bias else np.arange(D)
+
+    @property
     def n_outputs(self):
         return self.n_inputs + int(bool(self.bias))
 

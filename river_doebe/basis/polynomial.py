@@ -77,6 +77,15 @@ class AdditivePolynomial(Basis):
         pass
 
     @property
+    def can_grow(self) -> bool:
+        return True
+
+    def _grow(self, n_inputs):
+        # the powers of a new input go before the bias, which moves to the end
+        old = np.arange(self.n_inputs * int(self.degree))
+        return np.r_[old, [n_inputs * int(self.degree)]] if self.bias else old
+
+    @property
     def n_outputs(self):
         return self.n_inputs * int(self.degree) + int(bool(self.bias))
 

@@ -188,6 +188,21 @@ class RBFNetwork(Basis):
         return True
 
     @property
+    def can_grow(self) -> bool:
+        """Centres not given, one length scale for every input: a new input puts every centre at
+        0 in its coordinate, where a sample that lacks it adds nothing to any distance."""
+        return self.centres is None and self._ls.ndim == 0
+
+    def _grow(self, n_inputs):
+        k = n_inputs - self.n_inputs
+        self._centres = np.ascontiguousarray(
+            np.hstack([self._centres, np.zeros((self._centres.shape[0], k))])
+        )
+        self._ls_vec = _lengthscale_vector(self._ls, n_inputs)
+        self._inv_ls = 1.0 / self._ls_vec
+        return np.arange(self.n_outputs)
+
+    @property
     def wants_observations(self) -> bool:
         """Whether :meth:`_observe` can still change the basis (centres left to place online)."""
         if self.centres is not None:

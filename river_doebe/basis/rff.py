@@ -44,15 +44,16 @@ def _rff_kernel(z, Phi, rows, active, W, n_freq, scale):
 
 
 def _draw_base_frequencies(n_freq, n_inputs, kernel, sampler, seed):
-    """Draw the ``(H, D)`` base frequencies ``eps`` of a unit-length-scale kernel."""
+    """Draw the ``(H, D)`` base frequencies ``eps`` of a unit-length-scale kernel, and the
+    per-frequency divisor ``sqrt(u / (2 nu))`` of a Matern kernel (ones for the SE kernel)."""
     nu = _KERNELS[kernel]
     if sampler == "mc":
         rng = np.random.default_rng(seed)
         eps = rng.standard_normal((n_freq, n_inputs))
-        if nu is not None:
-            u = rng.chisquare(2.0 * nu, size=n_freq)
-            eps = eps / np.sqrt(u / (2.0 * nu))[:, None]
-        return eps
+        if nu is None:
+            return eps, np.ones(n_freq)
+        mix = np.sqrt(rng.chisquare(2.0 * nu, size=n_freq) / (2.0 * nu))
+        return eps / mix[:, None], mix
     dim = n_inputs + (nu is not None)
     with warnings.catch_warnings():
         # Sobol' points balance best for powers of two; other counts are still valid draws
@@ -60,10 +61,18 @@ def _draw_base_frequencies(n_freq, n_inputs, kernel, sampler, seed):
         U = qmc.Sobol(d=dim, scramble=True, seed=seed).random(n_freq)
     U = np.clip(U, _U_CLIP, 1.0 - _U_CLIP)
     eps = scipy.special.ndtri(U[:, :n_inputs])
-    if nu is not None:
-        u = scipy.stats.chi2.ppf(U[:, n_inputs], 2.0 * nu)
-        eps = eps / np.sqrt(u / (2.0 * nu))[:, None]
-    return eps
+    if nu is None:
+        return eps, np.ones(n_freq)
+    mix = np.sqrt(scipy.stats.chi2.ppf(U[:, n_inputs], 2.0 * nu) / (2.0 * nu))
+    return eps / mix[:, None], mix
+
+
+def _new_column(n_freq, mix, seed, dim):
+    """Base frequencies of input ``dim`` added to a drawn basis: Gaussian draws from a stream of
+    their own (``seed`` and ``dim``), divided by the frequencies' Matern divisors, so that every
+    frequency keeps its spectral density."""
+    rng = np.random.default_rng(None if seed is None else [int(seed) % 2**32, 0x67726F77, dim])
+    return rng.standard_normal(n_freq) / mix
 
 
 class RandomFourierFeatures(Basis):
@@ -206,12 +215,30 @@ class RandomFourierFeatures(Basis):
                 raise ValueError(
                     f"frequencies has {eps.shape[1]} columns, the input has {n_inputs} dimensions"
                 )
+            self._mix = None
         else:
-            eps = _draw_base_frequencies(H, n_inputs, self.kernel, self.sampler, self.seed)
+            eps, self._mix = _draw_base_frequencies(
+                H, n_inputs, self.kernel, self.sampler, self.seed
+            )
         self._ls_vec = _lengthscale_vector(self._ls, n_inputs)
         self._eps = np.ascontiguousarray(eps)
         self._W = np.ascontiguousarray(eps / self._ls_vec)
         self._scale = np.sqrt(1.0 / H)
+
+    @property
+    def can_grow(self) -> bool:
+        """Drawn frequencies (not given, not optimised) and one length scale for every input:
+        a new input gets a new column of frequencies; at 0 it leaves every feature as it was."""
+        return self.frequencies is None and not self.optimize_frequencies and self._ls.ndim == 0
+
+    def _grow(self, n_inputs):
+        D = self.n_inputs
+        cols = [_new_column(int(self.n_frequencies), self._mix, self.seed, d)
+                for d in range(D, n_inputs)]
+        self._eps = np.ascontiguousarray(np.column_stack([self._eps, *cols]))
+        self._ls_vec = _lengthscale_vector(self._ls, n_inputs)
+        self._W = np.ascontiguousarray(self._eps / self._ls_vec)
+        return np.arange(self.n_outputs)
 
     @property
     def base_frequencies(self) -> np.ndarray:
