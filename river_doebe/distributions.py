@@ -5,6 +5,10 @@ Sec. 3.1). :class:`GaussianMixture` keeps that mixture whole: its density, log d
 samples are the mixture's, while ``mu`` and ``sigma`` are its exact first two moments (the
 moment-matched Gaussian of the paper's code), so code written for ``river.proba.Gaussian`` keeps
 working.
+
+:func:`affine` maps a predictive distribution through ``y -> scale * y + shift``, which is how a
+model trained on a standardised target gives its distribution back in the target's units: a
+Gaussian and a mixture of Gaussians stay what they are under that map, so the result is exact.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import numpy as np
 from river import proba
 from scipy.special import log_ndtr, logsumexp
 
-__all__ = ["GaussianMixture"]
+__all__ = ["GaussianMixture", "affine"]
 
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
@@ -105,6 +109,29 @@ class GaussianMixture(proba.base.ContinuousDistribution):
         new.means = np.asarray(means, dtype=np.float64)
         new.variances = np.asarray(variances, dtype=np.float64)
         new._moments = (float(mu), float(var))
+        return new
+
+    def _affine(self, scale: float, shift: float) -> GaussianMixture:
+        """The mixture of ``scale * Y + shift`` (``scale > 0``, checked by :func:`affine`)."""
+        means = self.means * scale + shift
+        variances = self.variances * (scale * scale)
+        finite = np.isfinite(means).all() and np.isfinite(variances).all()
+        if not (finite and (variances > 0.0).all()):
+            raise ValueError(
+                f"scale={scale!r} and shift={shift!r} overflow or underflow a component of the "
+                "mixture"
+            )
+        # the moments are mapped from the stored ones, not recomputed from the new components:
+        # then `mu` is bit for bit `scale * mu + shift`, the value a target scaler's point
+        # prediction takes, rather than a value that differs from it in the last digit
+        mu, var = self._mv()
+        new = GaussianMixture.__new__(GaussianMixture)
+        new.seed = self.seed
+        new._generator = None
+        new.weights = self.weights.copy()
+        new.means = means
+        new.variances = variances
+        new._moments = (mu * scale + shift, var * (scale * scale))
         return new
 
     @property
@@ -210,3 +237,76 @@ class GaussianMixture(proba.base.ContinuousDistribution):
         )
 
     __str__ = __repr__
+
+
+def _normal(mu: float, var: float) -> proba.Gaussian:
+    """A ``river.proba.Gaussian`` with mean ``mu`` and variance ``var`` (``var = 0`` gives river's
+    degenerate Gaussian, whose density is 0 everywhere)."""
+    # passed by position on purpose: the third parameter is the variance in every river release,
+    # but it is called `var` in recent ones and `sig` in older ones (0.22). With one sample and
+    # ddof=0 the stored variance is `var` itself, with no rounding.
+    return proba.Gaussian._from_state(1, mu, var, 0)
+
+
+def affine(dist, scale: float, shift: float = 0.0):
+    """The exact distribution of ``scale * Y + shift`` for ``Y ~ dist`` and ``scale > 0``.
+
+    A Gaussian ``N(mu, sigma^2)`` becomes ``N(scale * mu + shift, (scale * sigma)^2)``, a
+    ``river.proba.Gaussian``. A :class:`GaussianMixture` keeps its weights and maps every
+    component the same way; its ``mu`` and ``sigma`` (the moments) are mapped likewise. The
+    density is the change of variables ``log p(y) = log p_Y((y - shift) / scale) - log(scale)``
+    and the CDF ``P((y - shift) / scale)``.
+
+    This is how a model trained on a standardised target gives its predictive distribution back
+    in the target's units (see :class:`river_doebe.preprocessing.TargetStandardScaler`). The
+    mean of the result is computed as ``mu * scale + shift``, the same operations as mapping a
+    point prediction back, so the two are equal to the last bit.
+
+    Parameters
+    ----------
+    dist
+        A ``river.proba.Gaussian`` or a :class:`GaussianMixture`. It is not modified.
+    scale
+        The factor, positive and finite.
+    shift
+        The offset, finite.
+
+    Examples
+    --------
+    >>> from river import proba
+    >>> from river_doebe.distributions import GaussianMixture, affine
+
+    >>> g = proba.Gaussian._from_state(1, 0.5, 0.04, 0)
+    >>> affine(g, scale=10.0, shift=100.0)
+    𝒩(μ=105.000, σ=2.000)
+
+    >>> p = GaussianMixture([0.75, 0.25], [0.0, 4.0], [1.0, 1.0])
+    >>> q = affine(p, scale=2.0, shift=-1.0)
+    >>> q
+    GaussianMixture(2 components, μ=1.000, σ=4.000)
+    >>> q.means, q.variances
+    (array([-1.,  7.]), array([4., 4.]))
+    >>> round(q.log_pdf(3.0), 6) == round(p.log_pdf(2.0) - math.log(2.0), 6)
+    True
+
+    """
+    a, b = float(scale), float(shift)
+    if not (math.isfinite(a) and a > 0.0):
+        raise ValueError(f"scale must be positive and finite, got {scale!r}")
+    if not math.isfinite(b):
+        raise ValueError(f"shift must be finite, got {shift!r}")
+    if isinstance(dist, GaussianMixture):
+        return dist._affine(a, b)
+    if isinstance(dist, proba.Gaussian):
+        mu, sigma = dist.mu * a + b, a * dist.sigma
+        var = sigma * sigma
+        # a positive variance that underflows to 0 would turn the Gaussian into a point mass
+        if not (math.isfinite(mu) and math.isfinite(var)) or (var == 0.0 and dist.sigma > 0.0):
+            raise ValueError(
+                f"scale={scale!r} and shift={shift!r} overflow or underflow the Gaussian {dist!r}"
+            )
+        return _normal(mu, var)
+    raise TypeError(
+        "affine maps a river.proba.Gaussian or a river_doebe.distributions.GaussianMixture, got "
+        f"{type(dist).__name__!r}"
+    )

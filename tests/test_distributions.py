@@ -12,7 +12,7 @@ from scipy import integrate, stats
 
 from river_doebe import DOBE, DOEBE, EDOEBE, SDOEBE, datasets, metrics
 from river_doebe.basis import Linear, RandomFourierFeatures
-from river_doebe.distributions import GaussianMixture
+from river_doebe.distributions import GaussianMixture, affine
 
 
 def _mix():
@@ -153,3 +153,95 @@ def test_the_metric_scores_the_mixture_or_its_moment_match():
         assert a.get() == pytest.approx(b.get(), rel=1e-12)
     matched.revert(1.0, mix)
     assert matched.get() == 0.0
+
+
+# ------------------------------------------------------------------ the affine map y -> a y + b
+
+_MAPS = [(2.5, -1.0), (0.01, 3.0), (40.0, 1e3), (1.0, 0.0)]
+
+
+@pytest.mark.parametrize("a, b", _MAPS)
+def test_affine_gaussian_is_the_change_of_variables(a, b):
+    g = proba.Gaussian._from_state(1, 0.3, 0.7, 0)
+    h = affine(g, a, b)
+    assert isinstance(h, proba.Gaussian)
+    assert h.mu == g.mu * a + b
+    assert h.sigma == pytest.approx(a * g.sigma, rel=1e-15)
+    for x in (-4.0, -0.5, 0.3, 1.1, 5.0):
+        y = a * x + b
+        # log p_Y(y) = log p_X((y - b) / a) - log a, with p_X from scipy
+        expected = stats.norm.logpdf((y - b) / a, 0.3, math.sqrt(0.7)) - math.log(a)
+        assert h.log_pdf(y) == pytest.approx(expected, rel=1e-12, abs=1e-12)
+        assert h(y) == pytest.approx(math.exp(expected), rel=1e-12)
+        assert h.cdf(y) == pytest.approx(stats.norm.cdf(x, 0.3, math.sqrt(0.7)), rel=1e-12)
+    # the input is left as it was
+    assert (g.mu, g.sigma) == (0.3, math.sqrt(0.7))
+
+
+@pytest.mark.parametrize("a, b", _MAPS)
+def test_affine_mixture_is_the_change_of_variables(a, b):
+    p = _mix()
+    q = affine(p, a, b)
+    assert isinstance(q, GaussianMixture)
+    np.testing.assert_array_equal(q.weights, p.weights)
+    np.testing.assert_allclose(q.means, a * p.means + b, rtol=1e-15)
+    np.testing.assert_allclose(q.variances, a * a * p.variances, rtol=1e-15)
+    sd = np.sqrt(p.variances)
+    for x in (-5.0, -2.0, 0.0, 0.7, 3.0, 9.0):
+        y = a * x + b
+        density = sum(w * stats.norm.pdf(x, m, s) for w, m, s in zip(p.weights, p.means, sd))
+        assert q.log_pdf(y) == pytest.approx(math.log(density) - math.log(a), rel=1e-12)
+        assert q(y) == pytest.approx(density / a, rel=1e-12)
+        cdf = sum(w * stats.norm.cdf(x, m, s) for w, m, s in zip(p.weights, p.means, sd))
+        assert q.cdf(y) == pytest.approx(cdf, rel=1e-12)
+    # the moments are the mapped ones, the mean bit for bit; and they are the moments of the
+    # mapped density
+    assert q.mu == p.mu * a + b
+    assert q.sigma == pytest.approx(a * p.sigma, rel=1e-15)
+    lo, hi = b - 40 * a, b + 40 * a
+    mean = integrate.quad(lambda y: y * q(y), lo, hi, points=[q.mu], limit=200)[0]
+    second = integrate.quad(lambda y: (y - mean) ** 2 * q(y), lo, hi, points=[q.mu], limit=200)[0]
+    assert mean == pytest.approx(q.mu, rel=1e-9, abs=1e-9 * a)
+    assert math.sqrt(second) == pytest.approx(q.sigma, rel=1e-9)
+    assert q.mode == pytest.approx(a * p.mode + b, rel=1e-9, abs=1e-9 * a)
+    # the seed of the sampler is kept, so the mapped samples are the mapped samples
+    r = _mix()
+    draws = [q.sample() for _ in range(5)]
+    np.testing.assert_allclose(draws, [a * r.sample() + b for _ in range(5)], rtol=1e-12)
+    assert q.n_components == p.n_components and q.gaussian.mu == q.mu
+
+
+def test_affine_maps_a_mixture_whose_moments_came_from_the_engine():
+    # the engine's mixtures carry their moments; the mapped mean is computed from them
+    p = GaussianMixture._from_moments([0.4, 0.6], [1.0, 2.0], [0.5, 0.25], 1.6, 0.54)
+    q = affine(p, 3.0, 0.1)
+    assert q.mu == 1.6 * 3.0 + 0.1
+    assert q.sigma == pytest.approx(3.0 * math.sqrt(0.54), rel=1e-15)
+    # and composing with the inverse map gives the distribution back
+    back = affine(q, 1 / 3.0, -0.1 / 3.0)
+    np.testing.assert_allclose(back.means, p.means, rtol=1e-15)
+    np.testing.assert_allclose(back.variances, p.variances, rtol=1e-15)
+    assert back.mu == pytest.approx(p.mu, rel=1e-15)
+
+
+def test_affine_keeps_a_point_mass_a_point_mass():
+    h = affine(proba.Gaussian._from_state(1, 2.0, 0.0, 0), 3.0, 1.0)
+    assert (h.mu, h.sigma) == (7.0, 0.0)
+    assert h.log_pdf(7.0) == -math.inf
+
+
+def test_affine_refuses_bad_maps_and_other_distributions():
+    g = proba.Gaussian._from_state(1, 0.0, 1.0, 0)
+    for scale in (0.0, -1.0, math.nan, math.inf):
+        with pytest.raises(ValueError, match="scale must be positive"):
+            affine(g, scale, 0.0)
+    for shift in (math.nan, -math.inf):
+        with pytest.raises(ValueError, match="shift must be finite"):
+            affine(_mix(), 1.0, shift)
+    with pytest.raises(ValueError, match="overflow"):
+        affine(_mix(), 1e200, 0.0)
+    with pytest.raises(ValueError, match="underflow"):
+        affine(g, 1e-200, 0.0)
+    for other in (1.5, (0.0, 1.0), proba.Multinomial(["a", "b"])):
+        with pytest.raises(TypeError, match="affine maps"):
+            affine(other, 1.0, 0.0)

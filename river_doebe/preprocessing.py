@@ -1,0 +1,214 @@
+"""Target scaling that keeps the predictive distribution.
+
+river's ``preprocessing.TargetStandardScaler`` trains a regressor on the standardised target and
+maps its point prediction back, but its ``predict_one`` has no ``with_dist``: behind it a model's
+predictive distribution is lost. :class:`TargetStandardScaler` here does the same scaling, with
+the same arithmetic, and also maps the distribution back, exactly (an affine map of a Gaussian or
+of a mixture of Gaussians is again one, see :func:`river_doebe.distributions.affine`).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+from river import base, proba, stats
+
+from river_doebe.distributions import GaussianMixture, _normal, affine
+
+__all__ = ["TargetStandardScaler"]
+
+
+def _target(y) -> float:
+    """A regression target as a float; refused before any state changes if it is not a finite
+    real number."""
+    if isinstance(y, str | bytes) or not isinstance(y, numbers.Real):
+        raise TypeError(f"the target must be a real number, got {type(y).__name__} ({y!r})")
+    y = float(y)
+    if not math.isfinite(y):
+        raise ValueError(f"the target is {y!r}; NaN and infinity are not accepted")
+    return y
+
+
+class TargetStandardScaler(base.Wrapper, base.Regressor):
+    """Standardises the target for a regressor, and maps its predictions and predictive
+    distributions back to the target's units.
+
+    A drop-in replacement for river's ``preprocessing.TargetStandardScaler`` (same name, same
+    constructor, same point predictions bit for bit) whose ``predict_one(x, with_dist=True)``
+    returns the wrapped model's predictive distribution in the target's units instead of
+    failing.
+
+    The running mean ``m`` and standard deviation ``s`` (``ddof=1``) of the targets learnt so far
+    are kept in ``var``, a ``river.stats.Var``, as river does. ``learn_one(x, y)`` first adds
+    ``y`` to them and then trains the regressor on ``(y - m) / s`` (on 0 while ``s`` is 0, as
+    after the first target). A prediction uses the statistics as they are, before its own target
+    is learnt: a standardised prediction ``z`` becomes ``z * s + m``, and a predictive
+    distribution is mapped by the same affine map, exactly:
+
+    - a ``river.proba.Gaussian`` ``N(mu, sigma^2)`` becomes ``N(mu * s + m, (s * sigma)^2)``;
+    - a :class:`river_doebe.distributions.GaussianMixture` (the ensembles' predictive) keeps its
+      weights, each component is mapped so, and so are its ``mu`` and ``sigma``.
+
+    The returned distribution's ``mu`` is therefore ``predict_one(x)``, to the last bit, for
+    models whose distribution's ``mu`` is their point prediction (this package's models).
+
+    While ``s`` is 0 (before two targets are learnt, or while all of them are equal), river's map
+    sends every value to ``m``: the prediction is ``m`` and the distribution is a point mass there,
+    river's degenerate ``proba.Gaussian`` with ``sigma = 0``, whose density is 0 everywhere. A
+    predictive log-likelihood scored from the first sample is then ``-inf``: score it once two
+    distinct targets have been learnt.
+
+    Parameters
+    ----------
+    regressor
+        The regressor to train on the standardised target, e.g. a :class:`river_doebe.DOBE`, an
+        ensemble, or a pipeline that ends in one. For ``with_dist=True`` its ``predict_one`` must
+        accept ``with_dist`` and return a ``river.proba.Gaussian`` or a ``GaussianMixture``.
+
+    Attributes
+    ----------
+    var
+        The running ``river.stats.Var`` of the targets learnt so far (its ``mean`` is their mean).
+
+    Examples
+    --------
+
+    >>> from river import datasets, evaluate, metrics, preprocessing
+    >>> from river_doebe import DOBE, DOEBE
+    >>> from river_doebe.basis import Linear, RandomFourierFeatures
+    >>> from river_doebe.preprocessing import TargetStandardScaler
+
+    The scaler in front of a pipeline, as with river's:
+
+    >>> model = TargetStandardScaler(
+    ...     preprocessing.StandardScaler()
+    ...     | DOBE(RandomFourierFeatures(50, lengthscale=5.0, seed=1), var_eps=0.1, var_rw=1e-3)
+    ... )
+    >>> evaluate.progressive_val_score(datasets.TrumpApproval(), model, metrics.MAE())
+    MAE: 0.37...
+
+    The predictive distribution is in the target's units (an approval rate, in percent), and its
+    mean is the point prediction. Here the model learns all of the stream but its last sample,
+    and predicts that one:
+
+    >>> stream = list(datasets.TrumpApproval())
+    >>> model = model.clone()
+    >>> for x, y in stream[:-1]:
+    ...     model.learn_one(x, y)
+    >>> x, y = stream[-1]
+    >>> dist = model.predict_one(x, with_dist=True)
+    >>> dist
+    𝒩(μ=41.639, σ=0.576)
+    >>> dist.mu == model.predict_one(x)
+    True
+    >>> y, round(dist.cdf(y), 3)
+    (41.740203, 0.57)
+
+    An ensemble's mixture is mapped whole, and ``log_density_one`` scores a target in its units:
+
+    >>> ensemble = TargetStandardScaler(
+    ...     preprocessing.StandardScaler()
+    ...     | DOEBE([
+    ...         DOBE(RandomFourierFeatures(20, lengthscale=5.0, seed=1), var_eps=0.1, var_rw=1e-3),
+    ...         DOBE(RandomFourierFeatures(20, lengthscale=2.0, seed=1), var_eps=0.1, var_rw=1e-3),
+    ...     ])
+    ... )
+    >>> for xi, yi in stream[:-1]:
+    ...     ensemble.learn_one(xi, yi)
+    >>> mixture = ensemble.predict_one(x, with_dist=True)
+    >>> mixture
+    GaussianMixture(2 components, μ=41.600, σ=0.575)
+    >>> mixture.means.round(2)
+    array([41.6, 41.7])
+    >>> round(ensemble.log_density_one(x, y), 4), round(mixture.log_pdf(y), 4)
+    (-0.3957, -0.3957)
+
+    """
+
+    def __init__(self, regressor: base.Regressor):
+        if not isinstance(regressor, base.Regressor):
+            raise TypeError(
+                f"regressor must be a river regressor, got {type(regressor).__name__} "
+                f"({regressor!r})"
+            )
+        self.regressor = regressor
+        # named as in river's scaler, so code that reads `model.var` keeps working
+        self.var = stats.Var()
+
+    @property
+    def _wrapped_model(self):
+        return self.regressor
+
+    @classmethod
+    def _unit_test_params(cls):
+        from river import preprocessing
+
+        from river_doebe import DOBE, DOEBE
+        from river_doebe.basis import Linear, RandomFourierFeatures
+
+        yield {"regressor": DOBE(RandomFourierFeatures(10, seed=1), var_rw=1e-3)}
+        yield {
+            "regressor": preprocessing.StandardScaler()
+            | DOEBE([DOBE(Linear(), var_eps=1.0), DOBE(RandomFourierFeatures(8, seed=3))])
+        }
+
+    def _scale_shift(self) -> tuple[float, float]:
+        # the map back from the standardised scale, z -> z * s + m, written as river writes it
+        return self.var.get() ** 0.5, self.var.mean.get()
+
+    def learn_one(self, x, y, **kwargs):
+        y = _target(y)
+        # as river: y joins the statistics before it is standardised, so the first target is
+        # learnt as 0 (its standard deviation is still 0)
+        self.var.update(y)
+        s, m = self._scale_shift()
+        z = (y - m) / s if s else 0.0
+        self.regressor.learn_one(x, z, **kwargs)
+
+    def predict_one(self, x, with_dist: bool = False, **kwargs):
+        """The prediction for ``x`` in the target's units: the wrapped model's prediction mapped
+        back, or with ``with_dist=True`` its predictive distribution mapped back (a
+        ``river.proba.Gaussian`` or a ``GaussianMixture``)."""
+        s, m = self._scale_shift()
+        if not with_dist:
+            return self.regressor.predict_one(x, **kwargs) * s + m
+        dist = self._standardised_dist(x, **kwargs)
+        if s > 0.0:
+            return affine(dist, s, m)
+        # every value is sent to m: a point mass, whose mean is computed as the point
+        # prediction's is, so that the two stay equal
+        return _normal(dist.mu * s + m, 0.0)
+
+    def _standardised_dist(self, x, **kwargs):
+        dist = self.regressor.predict_one(x, with_dist=True, **kwargs)
+        if not isinstance(dist, proba.Gaussian | GaussianMixture):
+            # a pipeline drops `with_dist` for a final step that does not take it, and returns
+            # that step's number
+            raise TypeError(
+                f"{type(self.regressor).__name__}.predict_one(x, with_dist=True) returned "
+                f"{dist!r}, not a river.proba.Gaussian or a GaussianMixture: the wrapped model "
+                "must give a predictive distribution"
+            )
+        return dist
+
+    def log_density_one(self, x, y) -> float:
+        """Log density of ``y`` under the predictive distribution for ``x``, before learning it.
+
+        It is the wrapped model's log density of the standardised target minus the log of the
+        scale, ``log p(z) - log(s)`` with ``z = (y - m) / s`` (the change of variables): the
+        wrapped model's own ``log_density_one`` when it has one (this package's models), else
+        the log density of its ``predict_one(x, with_dist=True)`` (a pipeline ending in one).
+        While the scale is 0 the predictive is a point mass and this is ``-inf``.
+        """
+        y = _target(y)
+        s, m = self._scale_shift()
+        if not s > 0.0:
+            return -math.inf
+        z = (y - m) / s
+        own = getattr(self.regressor, "log_density_one", None)
+        if own is not None:
+            log_p = own(x, z)
+        else:
+            log_p = self._standardised_dist(x).log_pdf(z)
+        return float(log_p) - math.log(s)
