@@ -10,24 +10,13 @@ of a mixture of Gaussians is again one, see :func:`river_doebe.distributions.aff
 from __future__ import annotations
 
 import math
-import numbers
 
 from river import base, proba, stats
 
+from river_doebe._schema import check_target
 from river_doebe.distributions import GaussianMixture, _normal, affine
 
 __all__ = ["TargetStandardScaler"]
-
-
-def _target(y) -> float:
-    """A regression target as a float; refused before any state changes if it is not a finite
-    real number."""
-    if isinstance(y, str | bytes) or not isinstance(y, numbers.Real):
-        raise TypeError(f"the target must be a real number, got {type(y).__name__} ({y!r})")
-    y = float(y)
-    if not math.isfinite(y):
-        raise ValueError(f"the target is {y!r}; NaN and infinity are not accepted")
-    return y
 
 
 class TargetStandardScaler(base.Wrapper, base.Regressor):
@@ -158,7 +147,7 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
         return self.var.get() ** 0.5, self.var.mean.get()
 
     def learn_one(self, x, y, **kwargs):
-        y = _target(y)
+        y = check_target(y)
         # as river: y joins the statistics before it is standardised, so the first target is
         # learnt as 0 (its standard deviation is still 0)
         self.var.update(y)
@@ -201,7 +190,7 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
         the log density of its ``predict_one(x, with_dist=True)`` (a pipeline ending in one).
         While the scale is 0 the predictive is a point mass and this is ``-inf``.
         """
-        y = _target(y)
+        y = check_target(y)
         s, m = self._scale_shift()
         if not s > 0.0:
             return -math.inf
