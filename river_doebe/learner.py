@@ -5,11 +5,12 @@ from __future__ import annotations
 import copy
 
 import numpy as np
-from river import base, proba
+from river import base
 
 from river_doebe._engine import Engine, MemberSpec
 from river_doebe._schema import Schema, check_target
 from river_doebe.basis import Basis, Linear
+from river_doebe.distributions import gaussian
 
 __all__ = ["DOBE"]
 
@@ -105,7 +106,7 @@ class _ArrayRegressorMixin:
         """The predictive distribution for ``z`` (a Gaussian; the ensembles return their
         mixture)."""
         mean, var = self._predict_z(z)
-        return proba.Gaussian._from_state(n=1, m=mean, var=var, ddof=0)
+        return gaussian(mean, var)
 
     @property
     def n_samples_seen(self) -> int:

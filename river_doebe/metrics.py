@@ -261,12 +261,12 @@ class PredictiveLogLikelihood(metrics_base.RegressionMetric):
 
     Examples
     --------
-    >>> from river import proba
     >>> from river_doebe import metrics
+    >>> from river_doebe.distributions import gaussian
 
     >>> metric = metrics.PredictiveLogLikelihood()
     >>> metric.update(1.0, (0.0, 1.0))
-    >>> metric.update(0.5, proba.Gaussian._from_state(n=1, m=0.0, var=0.25, ddof=0))
+    >>> metric.update(0.5, gaussian(0.0, 0.25))
     >>> metric
     PredictiveLogLikelihood: -1.072365
 

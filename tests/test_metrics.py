@@ -7,15 +7,12 @@ import math
 
 import numpy as np
 import pytest
-from river import base, evaluate, linear_model, proba
+from river import base, evaluate, linear_model
 from river import metrics as river_metrics
 from scipy.stats import norm
 
 from river_doebe import datasets, metrics
-
-
-def _gaussian(mean, var):
-    return proba.Gaussian._from_state(n=1, m=mean, var=var, ddof=0)
+from river_doebe.distributions import gaussian as _gaussian
 
 
 class _MuSigma:
