@@ -460,9 +460,15 @@ def _accepts_with_dist(method) -> bool:
     )
 
 
+def _is_model(obj) -> bool:
+    return isinstance(obj, base.Estimator) or (
+        callable(getattr(obj, "learn_one", None)) and callable(getattr(obj, "predict_one", None))
+    )
+
+
 def progressive_scores(
-    model,
     dataset,
+    model,
     metrics,
     *,
     every: int | None = None,
@@ -471,9 +477,10 @@ def progressive_scores(
 ) -> ProgressiveResult:
     """Progressive (one-step-ahead) validation that gives each metric what it needs.
 
-    For each ``(x, y)`` of ``dataset``, in order: predict for ``x``, update every metric with
-    ``y`` and that prediction, and only then ``model.learn_one(x, y)``. No prediction ever
-    depends on its own target. The model is called once per step:
+    The arguments come in the order of river's ``evaluate.progressive_val_score``: ``(dataset,
+    model, metrics)``. For each ``(x, y)`` of ``dataset``, in order: predict for ``x``, update
+    every metric with ``y`` and that prediction, and only then ``model.learn_one(x, y)``. No
+    prediction ever depends on its own target. The model is called once per step:
 
     - for a regressor, ``predict_one(x, with_dist=True)`` when a distribution is needed (some
       metric has ``requires_distribution``, such as `PredictiveLogLikelihood`, or
@@ -488,10 +495,10 @@ def progressive_scores(
 
     Parameters
     ----------
-    model
-        A river regressor or classifier. It is trained in place.
     dataset
         An iterable of ``(x, y)`` pairs, such as a river dataset.
+    model
+        A river regressor or classifier. It is trained in place.
     metrics
         A metric, a list of metrics (river ``Metrics`` containers are flattened), or a dict
         ``{name: metric}``. In a list, a metric is named by its class, with ``_2``, ``_3``, ...
@@ -518,8 +525,8 @@ def progressive_scores(
 
     >>> dataset = datasets.Drift(n_samples=500)
     >>> result = metrics.progressive_scores(
-    ...     linear_model.BayesianLinearRegression(),
     ...     dataset,
+    ...     linear_model.BayesianLinearRegression(),
     ...     [metrics.NMSE(), metrics.PredictiveLogLikelihood(), river_metrics.MAE()],
     ...     every=100,
     ... )
@@ -534,12 +541,31 @@ def progressive_scores(
 
     >>> _, y = dataset.arrays()
     >>> paper = metrics.progressive_scores(
-    ...     linear_model.BayesianLinearRegression(), dataset, metrics.NMSE(var_y=y.var())
+    ...     dataset, linear_model.BayesianLinearRegression(), metrics.NMSE(var_y=y.var())
     ... )
     >>> bool(abs(paper["NMSE"] - result["NMSE"]) < 1e-12)
     True
 
+    The model comes second, as in river:
+
+    >>> model = linear_model.BayesianLinearRegression()
+    >>> metrics.progressive_scores(model, dataset, metrics.NMSE())
+    Traceback (most recent call last):
+    ...
+    TypeError: progressive_scores takes (dataset, model, metrics), like river's ...
+
     """
+    if _is_model(dataset):
+        raise TypeError(
+            "progressive_scores takes (dataset, model, metrics), like river's "
+            "evaluate.progressive_val_score, but its first argument is the model "
+            f"{type(dataset).__name__}: call progressive_scores(dataset, model, metrics)"
+        )
+    if not _is_model(model):
+        raise TypeError(
+            "progressive_scores takes (dataset, model, metrics): the second argument must be a "
+            f"river model with learn_one and predict_one, got {type(model).__name__}"
+        )
     if every is not None and (int(every) != every or every < 1):
         raise ValueError(f"every must be a positive integer, got {every!r}")
     named = _named_metrics(metrics)

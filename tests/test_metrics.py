@@ -247,8 +247,8 @@ def test_with_dist_wrapper_in_pipeline(drift):
 def test_progressive_scores_equals_hand_loop(drift, reference):
     y, means, variances = reference
     result = metrics.progressive_scores(
-        linear_model.BayesianLinearRegression(),
         drift,
+        linear_model.BayesianLinearRegression(),
         [
             metrics.NMSE(),
             metrics.NMSE(var_y=float(np.var(y))),
@@ -283,14 +283,14 @@ def test_progressive_scores_equals_hand_loop(drift, reference):
 
 def test_progressive_scores_equals_river_progressive_val_score(drift):
     mine = metrics.progressive_scores(
-        linear_model.BayesianLinearRegression(), drift, {"mae": river_metrics.MAE()}
+        drift, linear_model.BayesianLinearRegression(), {"mae": river_metrics.MAE()}
     )
     theirs = river_metrics.MAE()
     evaluate.progressive_val_score(drift, linear_model.BayesianLinearRegression(), theirs)
     assert mine["mae"] == theirs.get()
     # the same through WithDist, with a distribution metric
     mine = metrics.progressive_scores(
-        metrics.WithDist(linear_model.BayesianLinearRegression()), drift, metrics.PLL()
+        drift, metrics.WithDist(linear_model.BayesianLinearRegression()), metrics.PLL()
     )
     theirs = metrics.PLL()
     evaluate.progressive_val_score(
@@ -307,15 +307,15 @@ def test_progressive_scores_point_only_skips_distribution(drift):
             calls.append(with_dist)
             return super().predict_one(x, with_dist=with_dist)
 
-    result = metrics.progressive_scores(Spy(), drift.take(20), [metrics.NMSE()])
+    result = metrics.progressive_scores(drift.take(20), Spy(), [metrics.NMSE()])
     assert calls == [False] * 20 and result.predictions is None and result.variances is None
     calls.clear()
     result = metrics.progressive_scores(
-        Spy(), drift.take(20), [metrics.NMSE()], with_dist=True, keep_predictions=True
+        drift.take(20), Spy(), [metrics.NMSE()], with_dist=True, keep_predictions=True
     )
     assert calls == [True] * 20 and len(result.variances) == 20
     with pytest.raises(ValueError, match="with_dist=False"):
-        metrics.progressive_scores(Spy(), drift.take(5), [metrics.PLL()], with_dist=False)
+        metrics.progressive_scores(drift.take(5), Spy(), [metrics.PLL()], with_dist=False)
 
 
 class _LastTarget(base.Regressor):
@@ -339,7 +339,7 @@ def test_progressive_scores_is_one_step_ahead():
     stream = [({"a": 1.0}, y) for y in ys]
     model = _LastTarget()
     result = metrics.progressive_scores(
-        model, stream, [metrics.PLL()], every=2, keep_predictions=True
+        stream, model, [metrics.PLL()], every=2, keep_predictions=True
     )
     assert model.log == [step for y in ys for step in (("predict", None), ("learn", y))]
     np.testing.assert_array_equal(result.predictions, [0.0, *ys[:-1]])
@@ -359,12 +359,12 @@ def test_progressive_scores_errors():
             return 0.0
 
     with pytest.raises(TypeError, match="with_dist"):
-        metrics.progressive_scores(NoDist(), [({"a": 1.0}, 1.0)], [metrics.PLL()])
+        metrics.progressive_scores([({"a": 1.0}, 1.0)], NoDist(), [metrics.PLL()])
     with pytest.raises(ValueError, match="every"):
-        metrics.progressive_scores(NoDist(), [], [metrics.NMSE()], every=0)
+        metrics.progressive_scores([], NoDist(), [metrics.NMSE()], every=0)
     with pytest.raises(TypeError, match="not a river metric"):
-        metrics.progressive_scores(NoDist(), [], [metrics.NMSE(), "MAE"])
-    empty = metrics.progressive_scores(NoDist(), [], metrics.NMSE(), every=3)
+        metrics.progressive_scores([], NoDist(), [metrics.NMSE(), "MAE"])
+    empty = metrics.progressive_scores([], NoDist(), metrics.NMSE(), every=3)
     assert empty.n_samples == 0 and len(empty.steps) == 0 and empty.traces["NMSE"].shape == (0,)
 
 
@@ -380,7 +380,7 @@ def test_progressive_scores_skips_none_predictions():
             return None if self.n < 2 else (1.0, 1.0)
 
     stream = [({"a": 1.0}, y) for y in (3.0, 4.0, 1.0, 2.0)]
-    result = metrics.progressive_scores(Lazy(), stream, [metrics.NMSE()], keep_predictions=True)
+    result = metrics.progressive_scores(stream, Lazy(), [metrics.NMSE()], keep_predictions=True)
     assert np.isnan(result.predictions[:2]).all()
     assert result["NMSE"] == pytest.approx(np.mean([0.0, 1.0]) / np.var([1.0, 2.0]))
 
@@ -391,8 +391,8 @@ def test_progressive_scores_classifier():
     labels = (X[:, 0] + 0.5 * X[:, 1] + 0.3 * rng.normal(size=300)) > 0
     stream = [({"a": a, "b": b}, bool(t)) for (a, b), t in zip(X, labels, strict=True)]
     result = metrics.progressive_scores(
-        linear_model.LogisticRegression(),
         stream,
+        linear_model.LogisticRegression(),
         [river_metrics.Accuracy(), river_metrics.LogLoss()],
         every=100,
     )
@@ -402,7 +402,7 @@ def test_progressive_scores_classifier():
     assert result["Accuracy"] == pytest.approx(acc.get())
     assert result["LogLoss"] == pytest.approx(logloss.get())
     labels_only = metrics.progressive_scores(
-        linear_model.LogisticRegression(), stream, river_metrics.Accuracy()
+        stream, linear_model.LogisticRegression(), river_metrics.Accuracy()
     )
     assert labels_only["Accuracy"] == pytest.approx(acc.get())
 
@@ -410,8 +410,30 @@ def test_progressive_scores_classifier():
 def test_progressive_scores_updates_metrics_in_place(drift):
     metric = metrics.NMSE()
     result = metrics.progressive_scores(
-        linear_model.BayesianLinearRegression(), drift.take(30), [metric]
+        drift.take(30), linear_model.BayesianLinearRegression(), [metric]
     )
     assert metric.get() == result["NMSE"]
     snapshot = copy.deepcopy(metric)
     assert snapshot.get() == metric.get()
+
+
+def test_progressive_scores_takes_river_s_argument_order(drift):
+    """(dataset, model, metrics), as evaluate.progressive_val_score: the old order is refused
+    before anything is learnt or scored."""
+    model, metric = _LastTarget(), metrics.NMSE()
+    with pytest.raises(TypeError, match=r"takes \(dataset, model, metrics\).*the model "
+                       r"_LastTarget"):
+        metrics.progressive_scores(model, drift, [metric])
+    assert model.log == [] and math.isnan(metric.get())  # nothing predicted, learnt or scored
+    with pytest.raises(TypeError, match=r"\(dataset, model, metrics\).*got list"):
+        metrics.progressive_scores(drift, [metric], model)
+    # a pipeline or a wrapper is a model too
+    from river import preprocessing
+
+    pipeline = preprocessing.StandardScaler() | linear_model.BayesianLinearRegression()
+    for first in (pipeline, metrics.WithDist(linear_model.BayesianLinearRegression())):
+        with pytest.raises(TypeError, match="first argument is the model"):
+            metrics.progressive_scores(first, drift, metric)
+    # keywords in river's names work
+    result = metrics.progressive_scores(dataset=drift.take(10), model=model, metrics=metric)
+    assert result.n_samples == 10
