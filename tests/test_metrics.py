@@ -437,3 +437,137 @@ def test_progressive_scores_takes_river_s_argument_order(drift):
     # keywords in river's names work
     result = metrics.progressive_scores(dataset=drift.take(10), model=model, metrics=metric)
     assert result.n_samples == 10
+
+
+# ---------------------------------------------------------------------------------------------
+# Combining distribution metrics with river's point metrics
+# ---------------------------------------------------------------------------------------------
+
+
+def _dobe():
+    from river_doebe import DOBE
+    from river_doebe.basis import Linear
+
+    return DOBE(Linear(), var_eps=0.5, var_rw=1e-3)
+
+
+def _doebe():
+    from river_doebe import DOBE, DOEBE
+    from river_doebe.basis import Linear
+
+    return DOEBE([DOBE(Linear(), var_eps=0.5), DOBE(Linear(), var_eps=2.0, var_rw=1e-2)])
+
+
+MAKERS = {"river-blr": linear_model.BayesianLinearRegression, "dobe": _dobe, "doebe": _doebe}
+
+
+@pytest.mark.parametrize("make", list(MAKERS.values()), ids=list(MAKERS))
+def test_library_metric_first_gives_each_metric_what_it_needs(drift, make):
+    y, means, variances = _hand_loop(drift, make)
+    expected_mae = np.mean(np.abs(y - means))
+    exact = metrics.PLL()
+    model = make()
+    for x, target in drift:  # the reference PLL: each prediction's own density
+        exact.update(target, model.predict_one(x, with_dist=True))
+        model.learn_one(x, target)
+
+    combined = metrics.PredictiveLogLikelihood() + river_metrics.MAE()
+    assert isinstance(combined, metrics.Metrics)
+    evaluate.progressive_val_score(drift, metrics.WithDist(make()), combined)
+    pll, mae = combined
+    assert mae.get() == pytest.approx(expected_mae, rel=1e-12)
+    assert pll.get() == pytest.approx(exact.get(), rel=1e-12)
+
+    # progressive_scores takes the same container, with or without the wrapper
+    for model in (make(), metrics.WithDist(make())):
+        result = metrics.progressive_scores(
+            drift, model, metrics.PredictiveLogLikelihood() + river_metrics.MAE()
+        )
+        assert result["MAE"] == pytest.approx(expected_mae, rel=1e-12)
+        assert result["PredictiveLogLikelihood"] == pytest.approx(exact.get(), rel=1e-12)
+
+
+@pytest.mark.parametrize("make", list(MAKERS.values()), ids=list(MAKERS))
+def test_river_metric_first_fails_with_the_working_spelling(drift, make):
+    river_made = river_metrics.MAE() + metrics.PredictiveLogLikelihood()
+    # river builds its own container without asking the second metric
+    assert type(river_made) is river_metrics.base.Metrics
+    model = metrics.WithDist(make())
+    with pytest.raises(TypeError, match=r"not a number.*PredictiveLogLikelihood\(\) \+ MAE\(\)"
+                       r".*river_doebe\.metrics\.Metrics\(\[MAE\(\), PredictiveLogLikelihood"):
+        evaluate.progressive_val_score(drift, model, river_made)
+    mae, pll = river_made
+    assert mae.get() == 0.0 and pll.get() == 0.0  # refused at the first sample, nothing counted
+
+    # the spelling the message gives works, in that order
+    y, means, _ = _hand_loop(drift, make)
+    spelled = metrics.Metrics([river_metrics.MAE(), metrics.PredictiveLogLikelihood()])
+    evaluate.progressive_val_score(drift, metrics.WithDist(make()), spelled)
+    reference = metrics.PredictiveLogLikelihood() + river_metrics.MAE()
+    evaluate.progressive_val_score(drift, metrics.WithDist(make()), reference)
+    assert [type(m).__name__ for m in spelled] == ["MAE", "PredictiveLogLikelihood"]
+    assert spelled[0].get() == pytest.approx(np.mean(np.abs(y - means)), rel=1e-12)
+    assert spelled[1].get() == reference[0].get()
+
+    # and progressive_scores takes river's container as it is
+    result = metrics.progressive_scores(
+        drift, make(), river_metrics.MAE() + metrics.PredictiveLogLikelihood()
+    )
+    assert result["MAE"] == spelled[0].get() and result["PredictiveLogLikelihood"] == pytest.approx(
+        spelled[1].get(), rel=1e-12
+    )
+
+
+def test_metrics_container_building():
+    pll, nmse, mae, rmse = (metrics.PLL(), metrics.NMSE(), river_metrics.MAE(),
+                            river_metrics.RMSE())
+    for combined in (pll + mae, nmse + mae, pll + nmse, nmse + pll + mae + rmse,
+                     sum([pll, mae]), (pll + mae) + (nmse + rmse)):
+        assert isinstance(combined, metrics.Metrics)
+    chain = nmse + pll + mae + rmse
+    assert list(chain) == [nmse, pll, mae, rmse] and chain.requires_distribution
+    assert not (nmse + mae).requires_distribution
+    # river's containers are flattened into this one
+    flat = metrics.Metrics([mae + rmse, pll])
+    assert list(flat) == [mae, rmse, pll]
+    # adding does not change the operands
+    base_pair = pll + mae
+    bigger = base_pair + rmse
+    assert len(base_pair) == 2 and len(bigger) == 3
+    # river's conventions: the clone is fresh, the repr lists the metrics
+    assert isinstance(chain.clone(), metrics.Metrics) and chain.clone()[0] is not nmse
+    assert repr(pll + mae).splitlines() == ["PredictiveLogLikelihood: 0.", "MAE: 0."]
+    assert (pll + mae).works_with(linear_model.BayesianLinearRegression())
+    assert not (pll + mae).works_with(linear_model.LogisticRegression())
+    with pytest.raises(ValueError, match="Accuracy is not a regression metric"):
+        pll + river_metrics.Accuracy()
+    with pytest.raises(TypeError, match="not a river metric"):
+        metrics.Metrics([pll, "MAE"])
+
+
+def test_metrics_container_updates_all_or_none():
+    combined = metrics.PLL() + river_metrics.MAE() + metrics.NMSE()
+    combined.update(1.0, (0.5, 0.25))
+    combined.update(2.0, _gaussian(1.0, 1.0))
+    pll, mae, nmse = combined
+    assert mae.get() == pytest.approx(0.75) and nmse.mse == pytest.approx(0.625)
+    assert pll.get() == pytest.approx(
+        np.mean([norm.logpdf(1.0, 0.5, 0.5), norm.logpdf(2.0, 1.0, 1.0)]), rel=1e-12
+    )
+    before = [m.get() for m in combined]
+    for bad, error, message in (
+        (1.5, TypeError, "needs a predictive distribution"),  # a number: no density
+        ((1.0, -1.0), ValueError, "variance"),
+        ({"mean": 1.0}, TypeError, "Cannot read a point prediction"),
+    ):
+        with pytest.raises(error, match=message):
+            combined.update(3.0, bad)
+        assert [m.get() for m in combined] == before  # nothing was counted
+    combined.revert(2.0, _gaussian(1.0, 1.0))
+    assert mae.get() == pytest.approx(0.5) and pll.get() == pytest.approx(
+        norm.logpdf(1.0, 0.5, 0.5), rel=1e-12
+    )
+    # point metrics alone take numbers too
+    points = metrics.NMSE() + river_metrics.MAE()
+    points.update(1.0, 0.5)
+    assert points[1].get() == 0.5
