@@ -123,7 +123,7 @@ def run(make, has_dist, data, every) -> dict:
             metric_list["PLL"] = rd_metrics.PredictiveLogLikelihood(moment_matched=True)
             metric_list["PLL_mixture"] = rd_metrics.PredictiveLogLikelihood()
         res = rd_metrics.progressive_scores(
-            model, zip(xs, ys.tolist(), strict=True), metric_list, every=every
+            zip(xs, ys.tolist(), strict=True), model, metric_list, every=every
         )
     return {
         "nmse": float(res.scores["nMSE"]),

@@ -440,7 +440,7 @@ def run_one(model, prep: Prepared, cfg: Config, record_weight=False) -> dict:
         # the paper's PLL scores the moment-matched Gaussian; an ensemble's own predictive is
         # the mixture of its members (the same for a single learner)
         res = rd_metrics.progressive_scores(
-            model, _stream(prep.dicts(), prep.Ys, hook),
+            _stream(prep.dicts(), prep.Ys, hook), model,
             {"nMSE": rd_metrics.NMSE(var_y=float(prep.Ys.var())),
              "PLL": rd_metrics.PredictiveLogLikelihood(moment_matched=True),
              "PLL_mixture": rd_metrics.PredictiveLogLikelihood()},

@@ -4,9 +4,16 @@ The estimators are river regressors: :class:`DOBE` (one Bayesian basis-expansion
 :class:`DOEBE` (Bayesian model averaging), :class:`SDOEBE` (switching weights) and
 :class:`EDOEBE` (the ensemble of static and dynamic twins of Waxman & Djuric, 2024), and their
 classifiers (a logistic likelihood with a per-step Laplace approximation).
+
+They are all that ``from river_doebe import *`` brings in, so that it does not shadow river's
+own ``metrics`` and ``datasets``. The submodules are imported by name,
+``from river_doebe import basis, datasets, distributions, metrics``, and are also reachable as
+attributes (``river_doebe.metrics``), loaded on first use: importing the package does not load
+the datasets, the metrics or the command line.
 """
 
-from river_doebe import basis, datasets, distributions, metrics
+import importlib
+
 from river_doebe.classification import (
     DOBEClassifier,
     DOEBEClassifier,
@@ -25,9 +32,18 @@ __all__ = [
     "EDOEBEClassifier",
     "SDOEBE",
     "SDOEBEClassifier",
-    "basis",
-    "datasets",
-    "distributions",
-    "metrics",
 ]
 __version__ = "0.1.0"
+
+# the public submodules, imported on first attribute access (PEP 562)
+_SUBMODULES = ("basis", "cli", "datasets", "distributions", "evidence", "metrics", "warmup")
+
+
+def __getattr__(name: str):
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_SUBMODULES})

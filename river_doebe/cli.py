@@ -306,7 +306,7 @@ def run_model(key, spec, model, dataset, n, var_y, every, progress=True, record_
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             result = metrics.progressive_scores(
-                model, _iterate(dataset, n, bar, recorder), metric_list, every=every
+                _iterate(dataset, n, bar, recorder), model, metric_list, every=every
             )
     finally:
         bar.close()

@@ -1,4 +1,8 @@
-"""The predictive distribution of an ensemble: a mixture of Gaussians, as a river distribution.
+"""The predictive distributions of the models, as river distributions.
+
+A single learner predicts a Gaussian, built by :func:`gaussian`: a ``river.proba.Gaussian``
+with the given mean and variance, made the same way on every river version this package
+supports.
 
 An ensemble's one-step-ahead predictive is ``p(y) = sum_m w_m N(y; mean_m, var_m)`` (paper
 Sec. 3.1). :class:`GaussianMixture` keeps that mixture whole: its density, log density, CDF and
@@ -9,6 +13,10 @@ working.
 :func:`affine` maps a predictive distribution through ``y -> scale * y + shift``, which is how a
 model trained on a standardised target gives its distribution back in the target's units: a
 Gaussian and a mixture of Gaussians stay what they are under that map, so the result is exact.
+
+Neither is a number: arithmetic on one (``y - dist``, ``float(dist)``), which is what a point
+metric such as river's ``metrics.MAE`` does with a prediction, raises a ``TypeError`` that says
+how to score point and distribution metrics together.
 """
 
 from __future__ import annotations
@@ -17,15 +25,149 @@ import math
 import random
 
 import numpy as np
-from river import proba
+from river import proba, stats
 from scipy.special import log_ndtr, logsumexp
 
-__all__ = ["GaussianMixture", "affine"]
+__all__ = ["GaussianMixture", "PredictiveGaussian", "affine", "gaussian"]
 
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
-class GaussianMixture(proba.base.ContinuousDistribution):
+class _NotANumber:
+    """Arithmetic on a predictive distribution raises a ``TypeError`` that says what to do.
+
+    Without this, a point metric given a distribution fails with Python's bare "unsupported
+    operand type(s) for -: 'float' and 'Gaussian'". That happens when river's own ``Metrics``
+    container, which hands every metric the same prediction, holds a distribution metric
+    behind a river point metric (``MAE() + PredictiveLogLikelihood()``) and the model is
+    wrapped in ``river_doebe.metrics.WithDist``.
+    """
+
+    __slots__ = ()
+
+    def _not_a_number(self, *args):
+        raise TypeError(
+            f"{type(self).__name__} {self!r} is a predictive distribution, not a number: a "
+            "point metric (such as river's MAE) or other arithmetic was given the distribution "
+            "that `predict_one(x, with_dist=True)` or `river_doebe.metrics.WithDist` returns; its "
+            "mean is `.mu`. To score point and distribution metrics together, put a river_doebe "
+            "metric first (`PredictiveLogLikelihood() + MAE()`) or write "
+            "`river_doebe.metrics.Metrics([MAE(), PredictiveLogLikelihood()])`: river's "
+            "`MAE() + PredictiveLogLikelihood()` gives every metric the same prediction. "
+            "`river_doebe.metrics.progressive_scores` takes either."
+        )
+
+    __add__ = __radd__ = __sub__ = __rsub__ = _not_a_number
+    __mul__ = __rmul__ = __truediv__ = __rtruediv__ = __pow__ = __rpow__ = _not_a_number
+    __neg__ = __pos__ = __abs__ = __float__ = _not_a_number
+
+
+class PredictiveGaussian(_NotANumber, proba.Gaussian):
+    """A ``river.proba.Gaussian`` that is a model's predictive: what :func:`gaussian` returns.
+
+    It is river's Gaussian in every respect (``mu``, ``sigma``, the density, ``cdf``,
+    ``sample``), with a ``log_pdf`` on every river version, and two differences: arithmetic on
+    it raises a ``TypeError`` that explains how to score point and distribution metrics
+    together (it is a distribution, not a number), and the generator behind ``sample`` is
+    seeded only when first used, which makes building one about ten times cheaper (a model
+    builds one per prediction).
+
+    Examples
+    --------
+    >>> from river import proba
+    >>> from river_doebe.distributions import gaussian
+
+    >>> p = gaussian(1.0, 4.0)
+    >>> p
+    𝒩(μ=1.000, σ=2.000)
+    >>> isinstance(p, proba.Gaussian)
+    True
+    >>> 3.0 - p
+    Traceback (most recent call last):
+    ...
+    TypeError: PredictiveGaussian 𝒩(μ=1.000, σ=2.000) is a predictive distribution, not a number...
+
+    """
+
+    # river's Distribution.__init__ assigns `_rng` a generator seeded from the OS (13 us); here
+    # it is made on first use instead
+    @property
+    def _rng(self) -> random.Random:
+        generator = self.__dict__.get("_generator")
+        if generator is None:
+            generator = self.__dict__["_generator"] = random.Random(self.seed)
+        return generator
+
+    @_rng.setter
+    def _rng(self, generator) -> None:
+        self.__dict__["_generator"] = generator
+
+    def log_pdf(self, x: float) -> float:
+        """Log density at ``x``; minus infinity when the variance is 0 (river 0.22's Gaussian
+        has no ``log_pdf``; later ones compute the same)."""
+        variance = self._var.get()
+        if variance > 0.0:
+            # river's own formula, term for term: the same value to the last bit
+            mu = self._var.mean.get()
+            return (x - mu) ** 2 / (-2.0 * variance) - _HALF_LOG_2PI - 0.5 * math.log(variance)
+        return -math.inf
+
+    @classmethod
+    def _adopt(cls, dist: proba.Gaussian) -> PredictiveGaussian:
+        """The same Gaussian as river's ``dist``, sharing its (read-only) state."""
+        new = cls.__new__(cls)
+        state = dict(dist.__dict__)
+        generator = state.pop("_rng", None)
+        new.__dict__.update(state)
+        new.__dict__["_generator"] = generator
+        return new
+
+
+def gaussian(mu: float, var: float) -> proba.Gaussian:
+    """The Gaussian ``N(mu, var)`` as a ``river.proba.Gaussian``, on every supported river version.
+
+    river builds its Gaussian from a running variance, ``stats.Var``, and has no public way to
+    give it a mean and a variance directly. The private ``Gaussian._from_state`` does, but its
+    variance argument is named ``sig`` in river 0.22 and ``var`` later (it is the variance in
+    both), so a call by keyword works on one version only. This function builds the state that
+    both versions read, ``stats.Var._from_state(1, mu, var, ddof=0)`` (one "observation" with
+    zero degrees of freedom removed, so that ``sigma**2 == var``), and returns a
+    :class:`PredictiveGaussian` holding it.
+
+    Parameters
+    ----------
+    mu
+        The mean, a finite number.
+    var
+        The variance, finite and non-negative (0 gives a point mass: zero density everywhere,
+        a log density of minus infinity).
+
+    Examples
+    --------
+    >>> from river_doebe.distributions import gaussian
+
+    >>> p = gaussian(0.5, 0.25)
+    >>> p.mu, p.sigma
+    (0.5, 0.5)
+    >>> round(p(0.5), 6)
+    0.797885
+    >>> gaussian(0.0, -1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: var must be finite and non-negative, got -1.0
+
+    """
+    if not 0.0 <= var < math.inf:
+        raise ValueError(f"var must be finite and non-negative, got {var!r}")
+    if not -math.inf < mu < math.inf:
+        raise ValueError(f"mu must be finite, got {mu!r}")
+    new = PredictiveGaussian.__new__(PredictiveGaussian)
+    new.seed = None
+    new._var = stats.Var._from_state(1, mu, var, ddof=0)
+    return new
+
+
+class GaussianMixture(_NotANumber, proba.base.ContinuousDistribution):
     """A finite mixture of univariate Gaussians, ``sum_m w_m N(mean_m, var_m)``.
 
     This is what the ensembles of this package return from ``predict_one(x, with_dist=True)``:
@@ -160,7 +302,7 @@ class GaussianMixture(proba.base.ContinuousDistribution):
     def gaussian(self) -> proba.Gaussian:
         """The moment-matched ``river.proba.Gaussian`` ``N(mu, sigma^2)``."""
         mu, var = self._mv()
-        return proba.Gaussian._from_state(n=1, m=mu, var=var, ddof=0)
+        return gaussian(mu, var)
 
     @property
     def n_components(self) -> int:
@@ -239,15 +381,6 @@ class GaussianMixture(proba.base.ContinuousDistribution):
     __str__ = __repr__
 
 
-def _normal(mu: float, var: float) -> proba.Gaussian:
-    """A ``river.proba.Gaussian`` with mean ``mu`` and variance ``var`` (``var = 0`` gives river's
-    degenerate Gaussian, whose density is 0 everywhere)."""
-    # passed by position on purpose: the third parameter is the variance in every river release,
-    # but it is called `var` in recent ones and `sig` in older ones (0.22). With one sample and
-    # ddof=0 the stored variance is `var` itself, with no rounding.
-    return proba.Gaussian._from_state(1, mu, var, 0)
-
-
 def affine(dist, scale: float, shift: float = 0.0):
     """The exact distribution of ``scale * Y + shift`` for ``Y ~ dist`` and ``scale > 0``.
 
@@ -305,7 +438,7 @@ def affine(dist, scale: float, shift: float = 0.0):
             raise ValueError(
                 f"scale={scale!r} and shift={shift!r} overflow or underflow the Gaussian {dist!r}"
             )
-        return _normal(mu, var)
+        return gaussian(mu, var)
     raise TypeError(
         "affine maps a river.proba.Gaussian or a river_doebe.distributions.GaussianMixture, got "
         f"{type(dist).__name__!r}"

@@ -7,12 +7,13 @@ import numbers
 import warnings
 
 import numpy as np
-from river import base, proba
+from river import base
 
 from river_doebe._checks import check_positive, check_random_walk
 from river_doebe._engine import Engine, FilterError, MemberSpec
 from river_doebe._schema import Schema, check_frame, check_target, check_targets
 from river_doebe.basis import Basis, Linear
+from river_doebe.distributions import gaussian
 
 __all__ = ["DOBE"]
 
@@ -260,7 +261,7 @@ class _ArrayRegressorMixin:
         """The predictive distribution for ``z`` (a Gaussian; the ensembles return their
         mixture)."""
         mean, var = self._predict_z(z)
-        return proba.Gaussian._from_state(n=1, m=mean, var=var, ddof=0)
+        return gaussian(mean, var)
 
     @property
     def n_samples_seen(self) -> int:

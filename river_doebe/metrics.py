@@ -13,8 +13,10 @@ the predictive distribution, not a point prediction; river's ``evaluate.progress
 only calls ``predict_one(x)``. Two ways around that are provided:
 
 - `WithDist` wraps a model so that ``predict_one(x)`` returns ``predict_one(x, with_dist=True)``;
-  use it with ``progressive_val_score`` and the metrics of this module (which accept a
-  distribution wherever a prediction is expected);
+  use it with ``progressive_val_score``. To score river's point metrics at the same time,
+  combine the metrics with one of this module first, ``PredictiveLogLikelihood() + MAE()``, or
+  as ``Metrics([MAE(), PredictiveLogLikelihood()])``: that container (`Metrics`) hands the
+  distribution to the metrics that need it and its mean to all others;
 - `progressive_scores` runs the predict-then-learn loop itself and feeds each metric what it
   needs (a point prediction to `NMSE` and to river's metrics, the distribution to
   `PredictiveLogLikelihood`), with optional traces for plotting.
@@ -30,11 +32,14 @@ import numbers
 import time
 
 import numpy as np
-from river import base
+from river import base, proba
 from river.metrics import base as metrics_base
+
+from river_doebe.distributions import PredictiveGaussian
 
 __all__ = [
     "NMSE",
+    "Metrics",
     "PLL",
     "PredictiveLogLikelihood",
     "ProgressiveResult",
@@ -113,7 +118,21 @@ def _log_density(y_pred, y_true) -> float:
 # ---------------------------------------------------------------------------------------------
 
 
-class NMSE(metrics_base.RegressionMetric):
+class _CombinesIntoMetrics:
+    """``+`` with another regression metric gives a `Metrics` container, which feeds each
+    metric what it needs, instead of river's, which feeds them all the same prediction."""
+
+    def __add__(self, other):
+        return Metrics([self, other])
+
+    def __radd__(self, other):
+        # reached from `sum(...)`, which starts from 0; river's metrics never defer to it
+        if isinstance(other, int) and not isinstance(other, bool) and other == 0:
+            return Metrics([self])
+        return Metrics([other, self])
+
+
+class NMSE(_CombinesIntoMetrics, metrics_base.RegressionMetric):
     """Normalised mean squared error: the MSE divided by the variance of the targets.
 
     The paper's nMSE at time $t$ is
@@ -222,7 +241,7 @@ class NMSE(metrics_base.RegressionMetric):
         return self.mse / var
 
 
-class PredictiveLogLikelihood(metrics_base.RegressionMetric):
+class PredictiveLogLikelihood(_CombinesIntoMetrics, metrics_base.RegressionMetric):
     """Predictive log-likelihood: the mean of $\\log p(y_t \\mid x_t, \\text{past data})$.
 
     The paper's PLL (Section 5) is the average log density of each target under the model's
@@ -241,6 +260,9 @@ class PredictiveLogLikelihood(metrics_base.RegressionMetric):
     A plain number raises ``TypeError``. In progressive validation, either wrap the model in
     `WithDist` and call ``evaluate.progressive_val_score`` as usual, or use
     `progressive_scores`, which hands this metric the distribution and other metrics the mean.
+    Combined with river's point metrics, put this one first, ``PredictiveLogLikelihood() +
+    metrics.MAE()``, or write ``Metrics([metrics.MAE(), PredictiveLogLikelihood()])``: both
+    give ``MAE`` the mean (see `Metrics`).
 
     A predictive variance of zero gives a log density of $-\\infty$ (or an error for a tuple):
     the metric then stays at $-\\infty$, which is the honest score.
@@ -261,12 +283,12 @@ class PredictiveLogLikelihood(metrics_base.RegressionMetric):
 
     Examples
     --------
-    >>> from river import proba
     >>> from river_doebe import metrics
+    >>> from river_doebe.distributions import gaussian
 
     >>> metric = metrics.PredictiveLogLikelihood()
     >>> metric.update(1.0, (0.0, 1.0))
-    >>> metric.update(0.5, proba.Gaussian._from_state(n=1, m=0.0, var=0.25, ddof=0))
+    >>> metric.update(0.5, gaussian(0.0, 0.25))
     >>> metric
     PredictiveLogLikelihood: -1.072365
 
@@ -326,6 +348,129 @@ class PredictiveLogLikelihood(metrics_base.RegressionMetric):
 PLL = PredictiveLogLikelihood
 
 
+def _needs_distribution(metric) -> bool:
+    return bool(getattr(metric, "requires_distribution", False))
+
+
+class Metrics(metrics_base.Metrics):
+    """Regression metrics scored together, each given what it needs.
+
+    river's own container, ``river.metrics.base.Metrics``, hands every metric the same
+    prediction. That fails when distribution metrics and point metrics are mixed: given a
+    predictive distribution (from a model wrapped in `WithDist`), river's ``MAE`` cannot
+    subtract it from the target; given a number, `PredictiveLogLikelihood` has no density to
+    score. This container looks at each metric instead: those with ``requires_distribution``
+    (`PredictiveLogLikelihood`) get the distribution, all others (`NMSE`, river's ``MAE``,
+    ``RMSE``, ``R2``, ...) get its mean (a number passes through unchanged). It is a river
+    ``Metrics``, so ``evaluate.progressive_val_score`` and `progressive_scores` take it.
+
+    Adding a metric of this module to another regression metric builds one:
+    ``PredictiveLogLikelihood() + MAE()`` and ``NMSE() + MAE()`` are ``Metrics``, and so is
+    ``sum([PredictiveLogLikelihood(), MAE()])``. With a river metric first, ``MAE() +
+    PredictiveLogLikelihood()`` is river's own container, which river builds without asking
+    the second metric: spell that order ``Metrics([MAE(), PredictiveLogLikelihood()])``.
+    Scoring river's container with a distribution raises a ``TypeError`` that says so.
+
+    Parameters
+    ----------
+    metrics
+        Regression metrics; river ``Metrics`` containers among them are flattened.
+    str_sep
+        The separator between the metrics in ``repr``.
+
+    Examples
+    --------
+    >>> from river import evaluate, linear_model
+    >>> from river import metrics as river_metrics
+    >>> from river_doebe import datasets, metrics
+
+    >>> combined = metrics.PredictiveLogLikelihood() + river_metrics.MAE()
+    >>> type(combined).__module__, type(combined).__name__
+    ('river_doebe.metrics', 'Metrics')
+    >>> model = metrics.WithDist(linear_model.BayesianLinearRegression())
+    >>> evaluate.progressive_val_score(datasets.Drift(n_samples=500), model, combined)
+    PredictiveLogLikelihood: -1.23...
+    MAE: 0.61...
+
+    With river's metric first, name the container:
+
+    >>> combined = metrics.Metrics([river_metrics.MAE(), metrics.PredictiveLogLikelihood()])
+    >>> model = metrics.WithDist(linear_model.BayesianLinearRegression())
+    >>> evaluate.progressive_val_score(datasets.Drift(n_samples=500), model, combined)
+    MAE: 0.61...
+    PredictiveLogLikelihood: -1.23...
+
+    river's own container would have given ``MAE`` the distribution:
+
+    >>> river_made = river_metrics.MAE() + metrics.PredictiveLogLikelihood()
+    >>> type(river_made).__module__
+    'river.metrics.base'
+    >>> model = metrics.WithDist(linear_model.BayesianLinearRegression())
+    >>> evaluate.progressive_val_score(datasets.Drift(n_samples=500), model, river_made)
+    Traceback (most recent call last):
+    ...
+    TypeError: PredictiveGaussian 𝒩(...) is a predictive distribution, not a number: ...
+
+    """
+
+    def __init__(self, metrics, str_sep="\n"):
+        flat = []
+        for metric in metrics:
+            flat.extend(metric if isinstance(metric, metrics_base.Metrics) else [metric])
+        for metric in flat:
+            if not isinstance(metric, metrics_base.Metric):
+                raise TypeError(f"{metric!r} is not a river metric")
+            if not isinstance(metric, metrics_base.RegressionMetric):
+                raise ValueError(
+                    f"{type(metric).__name__} is not a regression metric; "
+                    "river_doebe.metrics.Metrics combines regression metrics (point and "
+                    "distribution ones)"
+                )
+        super().__init__(flat, str_sep=str_sep)
+
+    @property
+    def requires_distribution(self) -> bool:
+        """Whether some metric needs the predictive distribution."""
+        return any(_needs_distribution(m) for m in self)
+
+    def _split(self, y_pred):
+        point = None
+        if not self.requires_distribution or not isinstance(y_pred, numbers.Real):
+            point = _point(y_pred)  # raises before any metric is touched, if it cannot
+        return point
+
+    def update(self, y_true, y_pred, w=1.0) -> None:
+        point = self._split(y_pred)
+        # the distribution metrics first: one refusing the prediction (a number, a bad
+        # variance) raises before any metric has changed
+        for m in self:
+            if _needs_distribution(m):
+                m.update(y_true, y_pred, w)
+        for m in self:
+            if not _needs_distribution(m):
+                m.update(y_true, point, w)
+
+    def revert(self, y_true, y_pred, w=1.0) -> None:
+        point = self._split(y_pred)
+        for m in self:
+            if _needs_distribution(m):
+                m.revert(y_true, y_pred, w)
+        for m in self:
+            if not _needs_distribution(m):
+                m.revert(y_true, point, w)
+
+    def works_with(self, model) -> bool:
+        return isinstance(model, base.Regressor) and all(m.works_with(model) for m in self)
+
+    def __add__(self, other):
+        return type(self)([*self, other], str_sep=self.str_sep)
+
+    def __radd__(self, other):
+        if isinstance(other, int) and not isinstance(other, bool) and other == 0:
+            return type(self)(list(self), str_sep=self.str_sep)
+        return type(self)([other, *self], str_sep=self.str_sep)
+
+
 # ---------------------------------------------------------------------------------------------
 # Progressive validation with predictive distributions
 # ---------------------------------------------------------------------------------------------
@@ -337,9 +482,15 @@ class WithDist(base.Wrapper, base.Regressor):
     ``WithDist(model).predict_one(x)`` returns ``model.predict_one(x, with_dist=True)``, and
     ``learn_one`` is forwarded unchanged. This lets river's ``evaluate.progressive_val_score``,
     which calls ``predict_one(x)`` without options, feed a distribution to
-    `PredictiveLogLikelihood`. Other metrics then also receive the distribution: those of this
-    module accept it (`NMSE` uses its mean), river's own ones such as ``metrics.MAE`` do not. To
-    mix them, use `progressive_scores`.
+    `PredictiveLogLikelihood`. Every metric then receives the distribution: those of this
+    module accept it (`NMSE` uses its mean); river's own point metrics, such as
+    ``metrics.MAE``, get its mean when they are combined with a metric of this module,
+    ``PredictiveLogLikelihood() + MAE()`` or ``Metrics([MAE(), PredictiveLogLikelihood()])``
+    (see `Metrics`). `progressive_scores` does the same without the wrapper.
+
+    A river ``proba.Gaussian`` is returned as a `river_doebe.distributions.PredictiveGaussian`
+    with the same state (still a ``proba.Gaussian``), whose arithmetic raises a ``TypeError``
+    that explains how to combine the metrics if a point metric is handed the distribution.
 
     Parameters
     ----------
@@ -349,21 +500,23 @@ class WithDist(base.Wrapper, base.Regressor):
 
     Examples
     --------
-    >>> from river import evaluate, linear_model
+    >>> from river import evaluate, linear_model, proba
+    >>> from river import metrics as river_metrics
     >>> from river_doebe import datasets, metrics
 
     >>> model = metrics.WithDist(linear_model.BayesianLinearRegression())
     >>> evaluate.progressive_val_score(
     ...     datasets.Drift(n_samples=500),
     ...     model,
-    ...     metrics.NMSE() + metrics.PredictiveLogLikelihood(),
+    ...     metrics.NMSE() + metrics.PredictiveLogLikelihood() + river_metrics.MAE(),
     ... )
     NMSE: 0.52...
     PredictiveLogLikelihood: -1.23...
+    MAE: 0.61...
 
     >>> x, _ = next(iter(datasets.Drift()))
-    >>> type(model.predict_one(x)).__name__
-    'Gaussian'
+    >>> isinstance(model.predict_one(x), proba.Gaussian)
+    True
 
     """
 
@@ -390,7 +543,10 @@ class WithDist(base.Wrapper, base.Regressor):
 
     def predict_one(self, x, **kwargs):
         kwargs.pop("with_dist", None)
-        return self.model.predict_one(x, with_dist=True, **kwargs)
+        dist = self.model.predict_one(x, with_dist=True, **kwargs)
+        if type(dist) is proba.Gaussian:
+            return PredictiveGaussian._adopt(dist)
+        return dist
 
 
 @dataclasses.dataclass
@@ -460,9 +616,15 @@ def _accepts_with_dist(method) -> bool:
     )
 
 
+def _is_model(obj) -> bool:
+    return isinstance(obj, base.Estimator) or (
+        callable(getattr(obj, "learn_one", None)) and callable(getattr(obj, "predict_one", None))
+    )
+
+
 def progressive_scores(
-    model,
     dataset,
+    model,
     metrics,
     *,
     every: int | None = None,
@@ -471,9 +633,10 @@ def progressive_scores(
 ) -> ProgressiveResult:
     """Progressive (one-step-ahead) validation that gives each metric what it needs.
 
-    For each ``(x, y)`` of ``dataset``, in order: predict for ``x``, update every metric with
-    ``y`` and that prediction, and only then ``model.learn_one(x, y)``. No prediction ever
-    depends on its own target. The model is called once per step:
+    The arguments come in the order of river's ``evaluate.progressive_val_score``: ``(dataset,
+    model, metrics)``. For each ``(x, y)`` of ``dataset``, in order: predict for ``x``, update
+    every metric with ``y`` and that prediction, and only then ``model.learn_one(x, y)``. No
+    prediction ever depends on its own target. The model is called once per step:
 
     - for a regressor, ``predict_one(x, with_dist=True)`` when a distribution is needed (some
       metric has ``requires_distribution``, such as `PredictiveLogLikelihood`, or
@@ -488,10 +651,10 @@ def progressive_scores(
 
     Parameters
     ----------
-    model
-        A river regressor or classifier. It is trained in place.
     dataset
         An iterable of ``(x, y)`` pairs, such as a river dataset.
+    model
+        A river regressor or classifier. It is trained in place.
     metrics
         A metric, a list of metrics (river ``Metrics`` containers are flattened), or a dict
         ``{name: metric}``. In a list, a metric is named by its class, with ``_2``, ``_3``, ...
@@ -518,8 +681,8 @@ def progressive_scores(
 
     >>> dataset = datasets.Drift(n_samples=500)
     >>> result = metrics.progressive_scores(
-    ...     linear_model.BayesianLinearRegression(),
     ...     dataset,
+    ...     linear_model.BayesianLinearRegression(),
     ...     [metrics.NMSE(), metrics.PredictiveLogLikelihood(), river_metrics.MAE()],
     ...     every=100,
     ... )
@@ -534,12 +697,31 @@ def progressive_scores(
 
     >>> _, y = dataset.arrays()
     >>> paper = metrics.progressive_scores(
-    ...     linear_model.BayesianLinearRegression(), dataset, metrics.NMSE(var_y=y.var())
+    ...     dataset, linear_model.BayesianLinearRegression(), metrics.NMSE(var_y=y.var())
     ... )
     >>> bool(abs(paper["NMSE"] - result["NMSE"]) < 1e-12)
     True
 
+    The model comes second, as in river:
+
+    >>> model = linear_model.BayesianLinearRegression()
+    >>> metrics.progressive_scores(model, dataset, metrics.NMSE())
+    Traceback (most recent call last):
+    ...
+    TypeError: progressive_scores takes (dataset, model, metrics), like river's ...
+
     """
+    if _is_model(dataset):
+        raise TypeError(
+            "progressive_scores takes (dataset, model, metrics), like river's "
+            "evaluate.progressive_val_score, but its first argument is the model "
+            f"{type(dataset).__name__}: call progressive_scores(dataset, model, metrics)"
+        )
+    if not _is_model(model):
+        raise TypeError(
+            "progressive_scores takes (dataset, model, metrics): the second argument must be a "
+            f"river model with learn_one and predict_one, got {type(model).__name__}"
+        )
     if every is not None and (int(every) != every or every < 1):
         raise ValueError(f"every must be a positive integer, got {every!r}")
     named = _named_metrics(metrics)

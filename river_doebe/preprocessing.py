@@ -14,7 +14,7 @@ import math
 from river import base, proba, stats
 
 from river_doebe._schema import check_target
-from river_doebe.distributions import GaussianMixture, _normal, affine
+from river_doebe.distributions import GaussianMixture, affine, gaussian
 
 __all__ = ["TargetStandardScaler"]
 
@@ -167,7 +167,7 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
             return affine(dist, s, m)
         # every value is sent to m: a point mass, whose mean is computed as the point
         # prediction's is, so that the two stay equal
-        return _normal(dist.mu * s + m, 0.0)
+        return gaussian(dist.mu * s + m, 0.0)
 
     def _standardised_dist(self, x, **kwargs):
         dist = self.regressor.predict_one(x, with_dist=True, **kwargs)

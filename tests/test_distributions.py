@@ -12,7 +12,7 @@ from scipy import integrate, stats
 
 from river_doebe import DOBE, DOEBE, EDOEBE, SDOEBE, datasets, metrics
 from river_doebe.basis import Linear, RandomFourierFeatures
-from river_doebe.distributions import GaussianMixture, affine
+from river_doebe.distributions import GaussianMixture, PredictiveGaussian, affine, gaussian
 
 
 def _mix():
@@ -145,7 +145,7 @@ def test_the_metric_scores_the_mixture_or_its_moment_match():
     assert matched.get() == pytest.approx(stats.norm.logpdf(1.0, mix.mu, mix.sigma))
     assert exact.get() > matched.get() + 2
     # a Gaussian, or a (mean, var) tuple, scores the same either way
-    g = proba.Gaussian._from_state(n=1, m=0.3, var=0.5, ddof=0)
+    g = gaussian(0.3, 0.5)
     for pred in (g, (0.3, 0.5)):
         a, b = metrics.PLL(), metrics.PLL(moment_matched=True)
         a.update(1.0, pred)
@@ -245,3 +245,78 @@ def test_affine_refuses_bad_maps_and_other_distributions():
     for other in (1.5, (0.0, 1.0), proba.Multinomial(["a", "b"])):
         with pytest.raises(TypeError, match="affine maps"):
             affine(other, 1.0, 0.0)
+
+
+# --------------------------------------------------------------------------- gaussian()
+
+
+def test_gaussian_is_river_s_gaussian_with_that_mean_and_variance():
+    g = gaussian(0.3, 0.5)
+    assert isinstance(g, proba.Gaussian) and isinstance(g, PredictiveGaussian)
+    assert g.mu == 0.3 and g.sigma**2 == pytest.approx(0.5, rel=1e-15)
+    assert g.n_samples == 1 and g.mode == 0.3
+    assert g(1.0) == pytest.approx(stats.norm.pdf(1.0, 0.3, math.sqrt(0.5)), rel=1e-12)
+    assert g.cdf(1.0) == pytest.approx(stats.norm.cdf(1.0, 0.3, math.sqrt(0.5)), rel=1e-12)
+    # the same state as river's own constructor (positional: the variance is `sig` in 0.22)
+    river_made = proba.Gaussian._from_state(1, 0.3, 0.5, 0)
+    assert (g.mu, g.sigma, g(0.9)) == (river_made.mu, river_made.sigma, river_made(0.9))
+    zero = gaussian(1.0, 0.0)
+    assert zero.sigma == 0.0 and zero(1.0) == 0.0
+    for mu, var in ((0.0, -1.0), (0.0, math.nan), (0.0, math.inf), (math.nan, 1.0),
+                    (math.inf, 1.0)):
+        with pytest.raises(ValueError, match="mu must be finite|var must be finite"):
+            gaussian(mu, var)
+
+
+def test_gaussian_samples_pickles_and_clones_like_river_s():
+    g = gaussian(2.0, 9.0)
+    g.seed = 7
+    draws = np.array([g.sample() for _ in range(20_000)])
+    assert draws.mean() == pytest.approx(2.0, abs=0.1) and draws.std() == pytest.approx(3.0, 0.03)
+    again = gaussian(2.0, 9.0)
+    again.seed = 7
+    assert [again.sample() for _ in range(3)] == draws[:3].tolist()
+    restored = pickle.loads(pickle.dumps(g))
+    assert (restored.mu, restored.sigma) == (g.mu, g.sigma)
+    assert restored.sample() == g.sample()  # the generator's state travels too
+    fresh = g.clone()  # river's clone: a new, empty Gaussian of the same class
+    assert isinstance(fresh, PredictiveGaussian) and fresh.n_samples == 0
+    fresh.update(1.0)
+    fresh.update(3.0)
+    assert fresh.mu == 2.0
+
+
+def test_a_learner_predicts_a_gaussian_built_by_the_helper():
+    model = DOBE(Linear(), var_eps=0.1)
+    for x, y in itertools.islice(datasets.Drift(n_samples=50, seed=1), 50):
+        model.learn_one(x, y)
+    x = {"x0": 0.2, "x1": -0.4}
+    dist = model.predict_one(x, with_dist=True)
+    assert type(dist) is PredictiveGaussian
+    assert dist.mu == model.predict_one(x)
+
+
+@pytest.mark.parametrize(
+    "dist", [gaussian(1.0, 4.0), GaussianMixture([0.5, 0.5], [0.0, 2.0], [1.0, 1.0])],
+    ids=["gaussian", "mixture"],
+)
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda d: 3.0 - d, lambda d: d - 3.0, lambda d: d + 1, lambda d: 1 + d,
+        lambda d: 2 * d, lambda d: d / 2, lambda d: abs(d), lambda d: -d, lambda d: float(d),
+        lambda d: d**2,
+    ],
+)
+def test_a_predictive_distribution_is_not_a_number(dist, op):
+    with pytest.raises(TypeError, match=r"not a number.*PredictiveLogLikelihood\(\) \+ MAE\(\)"):
+        op(dist)
+
+
+def test_gaussian_log_pdf_on_every_river_version():
+    g = gaussian(0.3, 0.5)
+    for y in (-2.0, 0.3, 1.7):
+        assert g.log_pdf(y) == pytest.approx(stats.norm.logpdf(y, 0.3, math.sqrt(0.5)), rel=1e-13)
+        if hasattr(proba.Gaussian, "log_pdf"):  # where river has one: bit for bit the same
+            assert g.log_pdf(y) == proba.Gaussian._from_state(1, 0.3, 0.5, 0).log_pdf(y)
+    assert gaussian(1.0, 0.0).log_pdf(1.0) == -math.inf

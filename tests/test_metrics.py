@@ -7,15 +7,12 @@ import math
 
 import numpy as np
 import pytest
-from river import base, evaluate, linear_model, proba
+from river import base, evaluate, linear_model
 from river import metrics as river_metrics
 from scipy.stats import norm
 
 from river_doebe import datasets, metrics
-
-
-def _gaussian(mean, var):
-    return proba.Gaussian._from_state(n=1, m=mean, var=var, ddof=0)
+from river_doebe.distributions import gaussian as _gaussian
 
 
 class _MuSigma:
@@ -250,8 +247,8 @@ def test_with_dist_wrapper_in_pipeline(drift):
 def test_progressive_scores_equals_hand_loop(drift, reference):
     y, means, variances = reference
     result = metrics.progressive_scores(
-        linear_model.BayesianLinearRegression(),
         drift,
+        linear_model.BayesianLinearRegression(),
         [
             metrics.NMSE(),
             metrics.NMSE(var_y=float(np.var(y))),
@@ -286,14 +283,14 @@ def test_progressive_scores_equals_hand_loop(drift, reference):
 
 def test_progressive_scores_equals_river_progressive_val_score(drift):
     mine = metrics.progressive_scores(
-        linear_model.BayesianLinearRegression(), drift, {"mae": river_metrics.MAE()}
+        drift, linear_model.BayesianLinearRegression(), {"mae": river_metrics.MAE()}
     )
     theirs = river_metrics.MAE()
     evaluate.progressive_val_score(drift, linear_model.BayesianLinearRegression(), theirs)
     assert mine["mae"] == theirs.get()
     # the same through WithDist, with a distribution metric
     mine = metrics.progressive_scores(
-        metrics.WithDist(linear_model.BayesianLinearRegression()), drift, metrics.PLL()
+        drift, metrics.WithDist(linear_model.BayesianLinearRegression()), metrics.PLL()
     )
     theirs = metrics.PLL()
     evaluate.progressive_val_score(
@@ -310,15 +307,15 @@ def test_progressive_scores_point_only_skips_distribution(drift):
             calls.append(with_dist)
             return super().predict_one(x, with_dist=with_dist)
 
-    result = metrics.progressive_scores(Spy(), drift.take(20), [metrics.NMSE()])
+    result = metrics.progressive_scores(drift.take(20), Spy(), [metrics.NMSE()])
     assert calls == [False] * 20 and result.predictions is None and result.variances is None
     calls.clear()
     result = metrics.progressive_scores(
-        Spy(), drift.take(20), [metrics.NMSE()], with_dist=True, keep_predictions=True
+        drift.take(20), Spy(), [metrics.NMSE()], with_dist=True, keep_predictions=True
     )
     assert calls == [True] * 20 and len(result.variances) == 20
     with pytest.raises(ValueError, match="with_dist=False"):
-        metrics.progressive_scores(Spy(), drift.take(5), [metrics.PLL()], with_dist=False)
+        metrics.progressive_scores(drift.take(5), Spy(), [metrics.PLL()], with_dist=False)
 
 
 class _LastTarget(base.Regressor):
@@ -342,7 +339,7 @@ def test_progressive_scores_is_one_step_ahead():
     stream = [({"a": 1.0}, y) for y in ys]
     model = _LastTarget()
     result = metrics.progressive_scores(
-        model, stream, [metrics.PLL()], every=2, keep_predictions=True
+        stream, model, [metrics.PLL()], every=2, keep_predictions=True
     )
     assert model.log == [step for y in ys for step in (("predict", None), ("learn", y))]
     np.testing.assert_array_equal(result.predictions, [0.0, *ys[:-1]])
@@ -362,12 +359,12 @@ def test_progressive_scores_errors():
             return 0.0
 
     with pytest.raises(TypeError, match="with_dist"):
-        metrics.progressive_scores(NoDist(), [({"a": 1.0}, 1.0)], [metrics.PLL()])
+        metrics.progressive_scores([({"a": 1.0}, 1.0)], NoDist(), [metrics.PLL()])
     with pytest.raises(ValueError, match="every"):
-        metrics.progressive_scores(NoDist(), [], [metrics.NMSE()], every=0)
+        metrics.progressive_scores([], NoDist(), [metrics.NMSE()], every=0)
     with pytest.raises(TypeError, match="not a river metric"):
-        metrics.progressive_scores(NoDist(), [], [metrics.NMSE(), "MAE"])
-    empty = metrics.progressive_scores(NoDist(), [], metrics.NMSE(), every=3)
+        metrics.progressive_scores([], NoDist(), [metrics.NMSE(), "MAE"])
+    empty = metrics.progressive_scores([], NoDist(), metrics.NMSE(), every=3)
     assert empty.n_samples == 0 and len(empty.steps) == 0 and empty.traces["NMSE"].shape == (0,)
 
 
@@ -383,7 +380,7 @@ def test_progressive_scores_skips_none_predictions():
             return None if self.n < 2 else (1.0, 1.0)
 
     stream = [({"a": 1.0}, y) for y in (3.0, 4.0, 1.0, 2.0)]
-    result = metrics.progressive_scores(Lazy(), stream, [metrics.NMSE()], keep_predictions=True)
+    result = metrics.progressive_scores(stream, Lazy(), [metrics.NMSE()], keep_predictions=True)
     assert np.isnan(result.predictions[:2]).all()
     assert result["NMSE"] == pytest.approx(np.mean([0.0, 1.0]) / np.var([1.0, 2.0]))
 
@@ -394,8 +391,8 @@ def test_progressive_scores_classifier():
     labels = (X[:, 0] + 0.5 * X[:, 1] + 0.3 * rng.normal(size=300)) > 0
     stream = [({"a": a, "b": b}, bool(t)) for (a, b), t in zip(X, labels, strict=True)]
     result = metrics.progressive_scores(
-        linear_model.LogisticRegression(),
         stream,
+        linear_model.LogisticRegression(),
         [river_metrics.Accuracy(), river_metrics.LogLoss()],
         every=100,
     )
@@ -405,7 +402,7 @@ def test_progressive_scores_classifier():
     assert result["Accuracy"] == pytest.approx(acc.get())
     assert result["LogLoss"] == pytest.approx(logloss.get())
     labels_only = metrics.progressive_scores(
-        linear_model.LogisticRegression(), stream, river_metrics.Accuracy()
+        stream, linear_model.LogisticRegression(), river_metrics.Accuracy()
     )
     assert labels_only["Accuracy"] == pytest.approx(acc.get())
 
@@ -413,8 +410,164 @@ def test_progressive_scores_classifier():
 def test_progressive_scores_updates_metrics_in_place(drift):
     metric = metrics.NMSE()
     result = metrics.progressive_scores(
-        linear_model.BayesianLinearRegression(), drift.take(30), [metric]
+        drift.take(30), linear_model.BayesianLinearRegression(), [metric]
     )
     assert metric.get() == result["NMSE"]
     snapshot = copy.deepcopy(metric)
     assert snapshot.get() == metric.get()
+
+
+def test_progressive_scores_takes_river_s_argument_order(drift):
+    """(dataset, model, metrics), as evaluate.progressive_val_score: the old order is refused
+    before anything is learnt or scored."""
+    model, metric = _LastTarget(), metrics.NMSE()
+    with pytest.raises(TypeError, match=r"takes \(dataset, model, metrics\).*the model "
+                       r"_LastTarget"):
+        metrics.progressive_scores(model, drift, [metric])
+    assert model.log == [] and math.isnan(metric.get())  # nothing predicted, learnt or scored
+    with pytest.raises(TypeError, match=r"\(dataset, model, metrics\).*got list"):
+        metrics.progressive_scores(drift, [metric], model)
+    # a pipeline or a wrapper is a model too
+    from river import preprocessing
+
+    pipeline = preprocessing.StandardScaler() | linear_model.BayesianLinearRegression()
+    for first in (pipeline, metrics.WithDist(linear_model.BayesianLinearRegression())):
+        with pytest.raises(TypeError, match="first argument is the model"):
+            metrics.progressive_scores(first, drift, metric)
+    # keywords in river's names work
+    result = metrics.progressive_scores(dataset=drift.take(10), model=model, metrics=metric)
+    assert result.n_samples == 10
+
+
+# ---------------------------------------------------------------------------------------------
+# Combining distribution metrics with river's point metrics
+# ---------------------------------------------------------------------------------------------
+
+
+def _dobe():
+    from river_doebe import DOBE
+    from river_doebe.basis import Linear
+
+    return DOBE(Linear(), var_eps=0.5, var_rw=1e-3)
+
+
+def _doebe():
+    from river_doebe import DOBE, DOEBE
+    from river_doebe.basis import Linear
+
+    return DOEBE([DOBE(Linear(), var_eps=0.5), DOBE(Linear(), var_eps=2.0, var_rw=1e-2)])
+
+
+MAKERS = {"river-blr": linear_model.BayesianLinearRegression, "dobe": _dobe, "doebe": _doebe}
+
+
+@pytest.mark.parametrize("make", list(MAKERS.values()), ids=list(MAKERS))
+def test_library_metric_first_gives_each_metric_what_it_needs(drift, make):
+    y, means, variances = _hand_loop(drift, make)
+    expected_mae = np.mean(np.abs(y - means))
+    exact = metrics.PLL()
+    model = make()
+    for x, target in drift:  # the reference PLL: each prediction's own density
+        exact.update(target, model.predict_one(x, with_dist=True))
+        model.learn_one(x, target)
+
+    combined = metrics.PredictiveLogLikelihood() + river_metrics.MAE()
+    assert isinstance(combined, metrics.Metrics)
+    evaluate.progressive_val_score(drift, metrics.WithDist(make()), combined)
+    pll, mae = combined
+    assert mae.get() == pytest.approx(expected_mae, rel=1e-12)
+    assert pll.get() == pytest.approx(exact.get(), rel=1e-12)
+
+    # progressive_scores takes the same container, with or without the wrapper
+    for model in (make(), metrics.WithDist(make())):
+        result = metrics.progressive_scores(
+            drift, model, metrics.PredictiveLogLikelihood() + river_metrics.MAE()
+        )
+        assert result["MAE"] == pytest.approx(expected_mae, rel=1e-12)
+        assert result["PredictiveLogLikelihood"] == pytest.approx(exact.get(), rel=1e-12)
+
+
+@pytest.mark.parametrize("make", list(MAKERS.values()), ids=list(MAKERS))
+def test_river_metric_first_fails_with_the_working_spelling(drift, make):
+    river_made = river_metrics.MAE() + metrics.PredictiveLogLikelihood()
+    # river builds its own container without asking the second metric
+    assert type(river_made) is river_metrics.base.Metrics
+    model = metrics.WithDist(make())
+    with pytest.raises(TypeError, match=r"not a number.*PredictiveLogLikelihood\(\) \+ MAE\(\)"
+                       r".*river_doebe\.metrics\.Metrics\(\[MAE\(\), PredictiveLogLikelihood"):
+        evaluate.progressive_val_score(drift, model, river_made)
+    mae, pll = river_made
+    assert mae.get() == 0.0 and pll.get() == 0.0  # refused at the first sample, nothing counted
+
+    # the spelling the message gives works, in that order
+    y, means, _ = _hand_loop(drift, make)
+    spelled = metrics.Metrics([river_metrics.MAE(), metrics.PredictiveLogLikelihood()])
+    evaluate.progressive_val_score(drift, metrics.WithDist(make()), spelled)
+    reference = metrics.PredictiveLogLikelihood() + river_metrics.MAE()
+    evaluate.progressive_val_score(drift, metrics.WithDist(make()), reference)
+    assert [type(m).__name__ for m in spelled] == ["MAE", "PredictiveLogLikelihood"]
+    assert spelled[0].get() == pytest.approx(np.mean(np.abs(y - means)), rel=1e-12)
+    assert spelled[1].get() == reference[0].get()
+
+    # and progressive_scores takes river's container as it is
+    result = metrics.progressive_scores(
+        drift, make(), river_metrics.MAE() + metrics.PredictiveLogLikelihood()
+    )
+    assert result["MAE"] == spelled[0].get() and result["PredictiveLogLikelihood"] == pytest.approx(
+        spelled[1].get(), rel=1e-12
+    )
+
+
+def test_metrics_container_building():
+    pll, nmse, mae, rmse = (metrics.PLL(), metrics.NMSE(), river_metrics.MAE(),
+                            river_metrics.RMSE())
+    for combined in (pll + mae, nmse + mae, pll + nmse, nmse + pll + mae + rmse,
+                     sum([pll, mae]), (pll + mae) + (nmse + rmse)):
+        assert isinstance(combined, metrics.Metrics)
+    chain = nmse + pll + mae + rmse
+    assert list(chain) == [nmse, pll, mae, rmse] and chain.requires_distribution
+    assert not (nmse + mae).requires_distribution
+    # river's containers are flattened into this one
+    flat = metrics.Metrics([mae + rmse, pll])
+    assert list(flat) == [mae, rmse, pll]
+    # adding does not change the operands
+    base_pair = pll + mae
+    bigger = base_pair + rmse
+    assert len(base_pair) == 2 and len(bigger) == 3
+    # river's conventions: the clone is fresh, the repr lists the metrics
+    assert isinstance(chain.clone(), metrics.Metrics) and chain.clone()[0] is not nmse
+    assert repr(pll + mae).splitlines() == ["PredictiveLogLikelihood: 0.", "MAE: 0."]
+    assert (pll + mae).works_with(linear_model.BayesianLinearRegression())
+    assert not (pll + mae).works_with(linear_model.LogisticRegression())
+    with pytest.raises(ValueError, match="Accuracy is not a regression metric"):
+        pll + river_metrics.Accuracy()
+    with pytest.raises(TypeError, match="not a river metric"):
+        metrics.Metrics([pll, "MAE"])
+
+
+def test_metrics_container_updates_all_or_none():
+    combined = metrics.PLL() + river_metrics.MAE() + metrics.NMSE()
+    combined.update(1.0, (0.5, 0.25))
+    combined.update(2.0, _gaussian(1.0, 1.0))
+    pll, mae, nmse = combined
+    assert mae.get() == pytest.approx(0.75) and nmse.mse == pytest.approx(0.625)
+    assert pll.get() == pytest.approx(
+        np.mean([norm.logpdf(1.0, 0.5, 0.5), norm.logpdf(2.0, 1.0, 1.0)]), rel=1e-12
+    )
+    before = [m.get() for m in combined]
+    for bad, error, message in (
+        (1.5, TypeError, "needs a predictive distribution"),  # a number: no density
+        ((1.0, -1.0), ValueError, "variance"),
+        ({"mean": 1.0}, TypeError, "Cannot read a point prediction"),
+    ):
+        with pytest.raises(error, match=message):
+            combined.update(3.0, bad)
+        assert [m.get() for m in combined] == before  # nothing was counted
+    combined.revert(2.0, _gaussian(1.0, 1.0))
+    assert mae.get() == pytest.approx(0.5) and pll.get() == pytest.approx(
+        norm.logpdf(1.0, 0.5, 0.5), rel=1e-12
+    )
+    # point metrics alone take numbers too
+    points = metrics.NMSE() + river_metrics.MAE()
+    points.update(1.0, 0.5)
+    assert points[1].get() == 0.5

@@ -1,9 +1,10 @@
 """The tutorial notebooks: they run from top to bottom, and they are committed without outputs.
 
 Each notebook in ``notebooks/`` is executed with nbclient on the ``python3`` kernel, in the
-notebooks folder, with ``RIVER_DOEBE_FAST=1`` so that it shrinks its streams and ensembles to a
-few seconds of work. A notebook can declare data files it cannot run without in its metadata,
-``{"river_doebe": {"requires_data": ["banana"]}}``; it is skipped when they are not available.
+notebooks folder, with this checkout first on ``PYTHONPATH`` and with ``RIVER_DOEBE_FAST=1`` so
+that it shrinks its streams and ensembles to a few seconds of work. A notebook can declare data
+files it cannot run without in its metadata, ``{"river_doebe": {"requires_data": ["banana"]}}``;
+it is skipped when they are not available.
 """
 
 from __future__ import annotations
@@ -88,7 +89,10 @@ def test_notebook_runs(path, monkeypatch):
             "set RIVER_DOEBE_DATA to the folder that holds them"
         )
 
-    # the kernel inherits this process's environment
+    # the kernel inherits this process's environment; it imports river_doebe from this
+    # checkout, as the tests do, not from wherever the package is installed
+    path = [str(ROOT), os.environ.get("PYTHONPATH")]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in path if p))
     monkeypatch.setenv("RIVER_DOEBE_FAST", "1")
     monkeypatch.setenv("MPLBACKEND", "Agg")
     data = _data_dir()

@@ -134,12 +134,12 @@ def test_a_predictive_log_likelihood_is_minus_infinity_while_the_scale_is_zero()
     # as documented: the first two predictions are point masses; score the rest
     stream = list(itertools.islice(doebe_datasets.Drift(n_samples=200, seed=1), 200))
     model = _scaled_pipeline(_dobe())
-    result = metrics.progressive_scores(model, stream, [metrics.PLL(), metrics.NMSE()])
+    result = metrics.progressive_scores(stream, model, [metrics.PLL(), metrics.NMSE()])
     assert result["PredictiveLogLikelihood"] == -math.inf
     model = _scaled_pipeline(_dobe())
     for x, y in stream[:2]:
         model.learn_one(x, y)
-    later = metrics.progressive_scores(model, stream[2:], [metrics.PLL()])
+    later = metrics.progressive_scores(stream[2:], model, [metrics.PLL()])
     assert math.isfinite(later["PredictiveLogLikelihood"])
 
 
