@@ -35,6 +35,7 @@ import numpy as np
 from river import base, proba
 from river.metrics import base as metrics_base
 
+from river_doebe._compat import is_classifier, is_regressor
 from river_doebe.distributions import PredictiveGaussian
 
 __all__ = [
@@ -460,7 +461,7 @@ class Metrics(metrics_base.Metrics):
                 m.revert(y_true, point, w)
 
     def works_with(self, model) -> bool:
-        return isinstance(model, base.Regressor) and all(m.works_with(model) for m in self)
+        return is_regressor(model) and all(m.works_with(model) for m in self)
 
     def __add__(self, other):
         return type(self)([*self, other], str_sep=self.str_sep)
@@ -725,7 +726,7 @@ def progressive_scores(
     if every is not None and (int(every) != every or every < 1):
         raise ValueError(f"every must be a positive integer, got {every!r}")
     named = _named_metrics(metrics)
-    is_clf = isinstance(model, base.Classifier)
+    is_clf = is_classifier(model)
 
     if is_clf:
         raw = [not getattr(m, "requires_labels", True) for _, m in named]

@@ -13,8 +13,10 @@ import math
 
 from river import base, proba, stats
 
+from river_doebe._compat import is_regressor
 from river_doebe._schema import check_target
 from river_doebe.distributions import GaussianMixture, affine, gaussian
+from river_doebe.metrics import _log_density
 
 __all__ = ["TargetStandardScaler"]
 
@@ -116,7 +118,7 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
     """
 
     def __init__(self, regressor: base.Regressor):
-        if not isinstance(regressor, base.Regressor):
+        if not is_regressor(regressor):
             raise TypeError(
                 f"regressor must be a river regressor, got {type(regressor).__name__} "
                 f"({regressor!r})"
@@ -170,7 +172,12 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
         return gaussian(dist.mu * s + m, 0.0)
 
     def _standardised_dist(self, x, **kwargs):
-        dist = self.regressor.predict_one(x, with_dist=True, **kwargs)
+        try:
+            dist = self.regressor.predict_one(x, with_dist=True, **kwargs)
+        except TypeError as err:
+            if "with_dist" not in str(err):
+                raise
+            dist = err  # river 0.22's pipeline hands `with_dist` on to a last step without it
         if not isinstance(dist, proba.Gaussian | GaussianMixture):
             # a pipeline drops `with_dist` for a final step that does not take it, and returns
             # that step's number
@@ -199,5 +206,5 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
         if own is not None:
             log_p = own(x, z)
         else:
-            log_p = self._standardised_dist(x).log_pdf(z)
+            log_p = _log_density(self._standardised_dist(x), z)
         return float(log_p) - math.log(s)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from river import checks, datasets, linear_model, proba
 from river import preprocessing as river_preprocessing
+from scipy import stats
 
 from river_doebe import DOBE, DOEBE, metrics
 from river_doebe import datasets as doebe_datasets
@@ -68,6 +69,13 @@ def test_point_predictions_are_rivers_bit_for_bit(make):
     assert i == 299
 
 
+def _log_pdf(dist, u):
+    # from mu and sigma where the distribution has no log_pdf (river 0.22's Gaussian)
+    if hasattr(dist, "log_pdf"):
+        return dist.log_pdf(u)
+    return stats.norm.logpdf(u, dist.mu, dist.sigma)
+
+
 @pytest.mark.parametrize("make", [_dobe, _doebe], ids=["dobe", "doebe"])
 def test_the_distribution_is_the_wrapped_models_mapped_back(make):
     model = _scaled_pipeline(make())
@@ -83,7 +91,7 @@ def test_the_distribution_is_the_wrapped_models_mapped_back(make):
             assert dist.mu == z.mu * s + m
             assert dist.sigma == pytest.approx(s * z.sigma, rel=1e-14)
             # log p_Y(y) = log p_Z((y - m) / s) - log s, three ways
-            expected = z.log_pdf((y - m) / s) - math.log(s)
+            expected = _log_pdf(z, (y - m) / s) - math.log(s)
             assert dist.log_pdf(y) == pytest.approx(expected, rel=1e-10, abs=1e-10)
             assert model.log_density_one(x, y) == pytest.approx(expected, rel=1e-10, abs=1e-10)
             assert dist.cdf(y) == pytest.approx(z.cdf((y - m) / s), rel=1e-10, abs=1e-300)
@@ -154,7 +162,7 @@ def test_rivers_bayesian_linear_regression_gets_its_distribution_back():
             s, m = model.var.get() ** 0.5, model.var.mean.get()
             z = inner.predict_one(x, with_dist=True)
             # a pipeline has no log_density_one: the wrapped distribution's density is used
-            expected = z.log_pdf((y - m) / s) - math.log(s)
+            expected = _log_pdf(z, (y - m) / s) - math.log(s)
             assert model.log_density_one(x, y) == pytest.approx(expected, rel=1e-12)
             assert dist.log_pdf(y) == pytest.approx(expected, rel=1e-10)
         model.learn_one(x, y)
