@@ -767,6 +767,8 @@ def cmd_list(args, out=None) -> int:
         print(f"  {name:<20} {status}{paper}", file=out)
     where = folder or f"none (set ${datasets.ENV_VAR} or pass --data-dir)"
     print(f"  data folder: {where}", file=out)
+    print("  or a CSV file of your own: --csv FILE --target COLUMN [--drop COLUMN ...]",
+          file=out)
     print("\nModels (--model):", file=out)
     for key, spec in MODELS.items():
         print(f"  {key:<12} {spec.help}", file=out)

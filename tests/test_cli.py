@@ -118,7 +118,8 @@ def test_default_warmup_is_the_edoebe_default_and_fast_is_smaller():
 def test_list_shows_streams_models_and_peers(capsys):
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
-    for word in ("drift", "static_then_drift", "elevators", "edoebe", "doe-rff", "knn", "arf"):
+    for word in ("drift", "static_then_drift", "elevators", "edoebe", "doe-rff", "knn", "arf",
+                 "--csv FILE --target COLUMN"):
         assert word in out
 
 
