@@ -6,8 +6,8 @@ Two subcommands::
     river-doebe evaluate [--stream drift] [--model edoebe] [--peers blr hat knn] ...
     river-doebe evaluate --csv FILE --target COLUMN [--drop COLUMN ...] ...
 
-``evaluate`` streams a dataset of :mod:`river_doebe.datasets`, or a CSV file of the user's read
-by river's ``stream.iter_csv`` (its numeric columns are the features), through a chosen model of
+``evaluate`` streams a dataset of :mod:`river_doebe.datasets`, or a user's CSV file read by
+river's ``stream.iter_csv`` (its numeric columns are the features), through a chosen model of
 this package and through river regressors, strictly one step ahead (each sample is predicted before
 it is learnt, :func:`river_doebe.metrics.progressive_scores`), shows a progress bar per model and
 prints a table: nMSE, MAE, the predictive log-likelihood (PLL) where the model gives a
