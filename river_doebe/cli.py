@@ -4,9 +4,11 @@ Two subcommands::
 
     river-doebe list
     river-doebe evaluate [--stream drift] [--model edoebe] [--peers blr hat knn] ...
+    river-doebe evaluate --csv FILE --target COLUMN [--drop COLUMN ...] ...
 
-``evaluate`` streams a dataset of :mod:`river_doebe.datasets` through a chosen model of this
-package and through river regressors, strictly one step ahead (each sample is predicted before
+``evaluate`` streams a dataset of :mod:`river_doebe.datasets`, or a user's CSV file read by
+river's ``stream.iter_csv`` (its numeric columns are the features), through a chosen model of
+this package and through river regressors, strictly one step ahead (each sample is predicted before
 it is learnt, :func:`river_doebe.metrics.progressive_scores`), shows a progress bar per model and
 prints a table: nMSE, MAE, the predictive log-likelihood (PLL) where the model gives a
 predictive distribution, and samples per second. ``--json`` keeps every number and trace,
@@ -16,7 +18,9 @@ The default model is the drop-in ``EDOEBE()`` with the library's own defaults (a
 1,000 samples, 5 members per mode, starts 0.1, 1 and 10 times each input's range), on the
 built-in :class:`~river_doebe.datasets.Drift` stream (5,000 samples); ``river-doebe evaluate``
 takes about ten seconds on two cores. ``--fast`` uses a smaller warm-up (500 samples, 3 members
-per mode, one start) for quick looks at long or wide streams.
+per mode, one start) for quick looks at long or wide streams. On a stream too short for that
+warm-up to be at most a fifth of it, the warm-up is a fifth of the stream (at least 50
+samples), as the header line says, unless ``--n-warmup`` is given.
 
 Every sample is scored, the warm-up included (an E-DOEBE predicts with a Bayesian linear
 fallback while it warms up), so all models are compared on the same samples. The nMSE divides
@@ -24,13 +28,14 @@ by the variance of all the streamed targets, as in the paper; the PLL is the mea
 the targets as given under each model's predictive distribution (an ensemble's is the mixture of
 its members' Gaussians), so it moves by ``-log c`` when ``y`` is scaled by ``c`` (the paper's
 figures are for standardised targets).
-Errors (a missing data file, an unknown stream or model, bad options) print one line
-``error: ...`` to stderr and exit with status 2.
+Errors (a missing data file, an unknown stream or model, a non-numeric CSV column, bad options)
+print one line ``error: ...`` to stderr and exit with status 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import itertools
 import json
 import math
@@ -61,6 +66,9 @@ def _edoebe_defaults() -> dict:
 #: Warm-up of ``river-doebe evaluate`` by default (those of ``EDOEBE()``) and with ``--fast``.
 DEFAULT = _edoebe_defaults()
 FAST = {"n_warmup": 500, "n_samples": 3, "starts": (1.0,)}
+
+#: The smallest warm-up the CLI picks by itself for a short stream (a fifth of the stream).
+MIN_FITTED_WARMUP = 50
 
 
 class CLIError(Exception):
@@ -368,12 +376,113 @@ def load_stream(name: str, data_dir=None, n: int | None = None):
 
 def _is_generated(key: str) -> bool:
     """Whether ``key`` names a generated stream (one that needs no data file)."""
-    import tempfile
-
     from river_doebe import datasets
 
-    with tempfile.TemporaryDirectory() as empty:
-        return key in datasets.available(empty)
+    return key in datasets.GENERATED_NAMES
+
+
+class CSVStream:
+    """The rows of a CSV file as ``(x, y)`` pairs of floats, read by river's ``stream.iter_csv``
+    each time it is iterated (once per model). Built by `load_csv`, which checks the file
+    first."""
+
+    def __init__(self, path: Path, target: str, features: list[str], dropped: list[str]):
+        self.path = path
+        self.target = target
+        self.features = features
+        self.dropped = dropped
+        self.n_features = len(features)
+
+    def __iter__(self):
+        from river import stream
+
+        converters = {name: float for name in (*self.features, self.target)}
+        return stream.iter_csv(str(self.path), target=self.target, converters=converters,
+                               drop=self.dropped or None)
+
+
+def _csv_number(value, column: str, row: int, name: str, is_target: bool) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        if is_target:
+            raise CLIError(
+                f"the target column {column!r} of {name} is not numeric ({value!r} in row "
+                f"{row}); `evaluate` runs regressors"
+            ) from None
+        raise CLIError(
+            f"column {column!r} of {name} is not numeric ({value!r} in row {row}); leave it "
+            f"out with --drop {column}"
+        ) from None
+    if not math.isfinite(number):
+        raise CLIError(
+            f"column {column!r} of {name} holds {value!r} in row {row}; the models take finite "
+            "numbers only"
+        )
+    return number
+
+
+def load_csv(path, target: str, drop=(), n: int | None = None):
+    """A user's CSV file as a stream: the counterpart of `load_stream`.
+
+    The file is read once here, through river's ``stream.iter_csv``: the ``target`` column and
+    every column not in ``drop`` must hold finite numbers in each of the first ``n`` rows (all
+    rows without ``n``), or a `CLIError` names the column, the row and the value. Returns the
+    stream's name (the file name), a `CSVStream`, its length and the variance of its targets.
+    """
+    from river import stream
+
+    path = Path(path)
+    name = repr(path.name)
+    if not path.is_file():
+        raise CLIError(f"no such file: {str(path)!r} (--csv)")
+    drop = list(dict.fromkeys(drop))
+    columns: list[str] | None = None
+    features: list[str] = []
+    ys: list[float] = []
+    try:
+        for row, (x, _) in enumerate(stream.iter_csv(str(path)), start=1):
+            if columns is None:
+                columns = list(x)
+                listing = ", ".join(columns)
+                if target not in x:
+                    raise CLIError(
+                        f"--target {target!r} is not a column of {name}; its columns: {listing}"
+                    )
+                unknown = [c for c in drop if c not in x]
+                if unknown:
+                    raise CLIError(
+                        f"--drop {', '.join(map(repr, unknown))}: not a column of {name}; its "
+                        f"columns: {listing}"
+                    )
+                if target in drop:
+                    raise CLIError(f"--drop lists the target column {target!r}")
+                features = [c for c in columns if c != target and c not in drop]
+                if not features:
+                    raise CLIError(f"{name} has no feature column left besides the target")
+            if len(x) != len(columns):
+                raise CLIError(
+                    f"row {row} of {name} has {len(x)} fields, its header {len(columns)}"
+                )
+            for column in features:
+                _csv_number(x[column], column, row, name, is_target=False)
+            ys.append(_csv_number(x[target], target, row, name, is_target=True))
+            if n is not None and len(ys) >= n:
+                break
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise CLIError(f"cannot read {name}: {err}") from None
+    if not ys:
+        raise CLIError(f"{name} has no data rows")
+    var_y = float(np.var(ys))
+    if not var_y > 0:
+        raise CLIError(f"the target column {target!r} of {name} is constant; nMSE is undefined")
+    return path.name, CSVStream(path, target, features, drop), len(ys), var_y
+
+
+def fitted_warmup(default: int, n: int) -> int:
+    """The warm-up the CLI uses when ``--n-warmup`` is not given: the default, unless it is more
+    than a fifth of the ``n`` samples, then a fifth of them, at least `MIN_FITTED_WARMUP`."""
+    return min(default, max(MIN_FITTED_WARMUP, n // 5))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -424,10 +533,12 @@ def json_safe(obj):
     return obj
 
 
-def write_json(path: Path, stream: str, n: int, var_y: float, settings: dict, runs) -> None:
+def write_json(path: Path, stream: str, n: int, var_y: float, settings: dict, runs,
+               source: dict | None = None) -> None:
     doc = {
         "command": f"{PROG} evaluate",
         "stream": stream,
+        "source": source,
         "n_samples": n,
         "var_y": var_y,
         "settings": settings,
@@ -548,8 +659,16 @@ def build_parser() -> argparse.ArgumentParser:
         description="Progressive (predict, then learn) validation of a river-doebe model "
         "against river regressors on a stream. Prints nMSE, MAE, PLL and samples/s.",
     )
-    ev.add_argument("--stream", default="drift",
+    ev.add_argument("--stream", default=None,
                     help="stream name (default: drift; see `river-doebe list`)")
+    ev.add_argument("--csv", type=Path, default=None, metavar="FILE",
+                    help="stream a CSV file instead (river's stream.iter_csv, first row the "
+                    "header): its numeric columns are the features, --target names the target")
+    ev.add_argument("--target", default=None, metavar="COLUMN",
+                    help="with --csv: the column to predict")
+    ev.add_argument("--drop", nargs="+", default=None, metavar="COLUMN",
+                    help="with --csv: columns to leave out (space or comma separated), such as "
+                    "non-numeric ones")
     ev.add_argument("--data-dir", default=None, metavar="DIR",
                     help="folder of the .npz data files (default: $RIVER_DOEBE_DATA)")
     ev.add_argument("--n", type=_positive_int, default=None, metavar="N",
@@ -557,8 +676,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--model", default="edoebe", choices=list(MODELS), metavar="MODEL",
                     help="the river-doebe model (default: edoebe): " + ", ".join(MODELS))
     ev.add_argument("--n-warmup", type=_int, default=None, metavar="N",
-                    help=f"warm-up window (default {DEFAULT['n_warmup']}; "
-                    f"{FAST['n_warmup']} with --fast)")
+                    help=f"warm-up window (default {DEFAULT['n_warmup']}, {FAST['n_warmup']} "
+                    "with --fast; on a stream shorter than five times that, a fifth of the "
+                    f"stream, at least {MIN_FITTED_WARMUP})")
     ev.add_argument("--n-samples", type=_int, default=None, metavar="K",
                     help=f"members per empirical-Bayes mode (default {DEFAULT['n_samples']}; "
                     f"{FAST['n_samples']} with --fast)")
@@ -647,6 +767,8 @@ def cmd_list(args, out=None) -> int:
         print(f"  {name:<20} {status}{paper}", file=out)
     where = folder or f"none (set ${datasets.ENV_VAR} or pass --data-dir)"
     print(f"  data folder: {where}", file=out)
+    print("  or a CSV file of your own: --csv FILE --target COLUMN [--drop COLUMN ...]",
+          file=out)
     print("\nModels (--model):", file=out)
     for key, spec in MODELS.items():
         print(f"  {key:<12} {spec.help}", file=out)
@@ -657,18 +779,68 @@ def cmd_list(args, out=None) -> int:
     return 0
 
 
+def _split_names(values) -> list[str]:
+    return [k.strip() for item in values or () for k in item.split(",") if k.strip()]
+
+
+def _load(args):
+    """The stream to evaluate on: a built-in one (`load_stream`) or a CSV file (`load_csv`)."""
+    if args.csv is None:
+        for option, value in (("--target", args.target), ("--drop", args.drop)):
+            if value is not None:
+                raise CLIError(f"{option} goes with --csv FILE")
+        return load_stream(args.stream or "drift", args.data_dir, args.n)
+    if args.stream is not None:
+        raise CLIError("give either --stream or --csv, not both")
+    if args.data_dir is not None:
+        raise CLIError("--data-dir is the folder of the built-in streams; --csv reads FILE")
+    if args.target is None:
+        raise CLIError("--csv needs --target COLUMN, the column to predict")
+    return load_csv(args.csv, args.target, _split_names(args.drop), args.n)
+
+
+def _fit_warmup(args, settings: dict, spec: ModelSpec, stream: str, n: int) -> str:
+    """Fit the warm-up to a stream of ``n`` samples unless ``--n-warmup`` was given; returns
+    what the header line says about it."""
+    if not spec.warms_up:
+        return ""
+    given = args.n_warmup is not None
+    note = ""
+    if given:
+        settings["n_warmup_rule"] = "--n-warmup"
+    else:
+        default = settings["n_warmup"]
+        settings["n_warmup"] = fitted_warmup(default, n)
+        if settings["n_warmup"] == default:
+            settings["n_warmup_rule"] = "default"
+        else:
+            settings["n_warmup_rule"] = f"a fifth of the stream, at least {MIN_FITTED_WARMUP}"
+            note = (
+                f"; the warm-up is fitted to the stream: {settings['n_warmup']} samples, a fifth "
+                f"of it (at least {MIN_FITTED_WARMUP}), as the default {default} is more than a "
+                "fifth (--n-warmup sets it)"
+            )
+    if settings["n_warmup"] >= n:
+        if given:
+            raise CLIError(
+                f"--n-warmup ({settings['n_warmup']}) must be smaller than the number of "
+                f"samples ({n}) of stream {stream!r}"
+            )
+        raise CLIError(
+            f"stream {stream!r} has {n} samples, too few for a warm-up of at least "
+            f"{MIN_FITTED_WARMUP}; give --n-warmup N with 2 <= N < {n}"
+        )
+    return note
+
+
 def cmd_evaluate(args, parser) -> int:
     settings = _settings(args, parser)
     peers = _peer_keys(args)
     if args.plot is not None:
         _import_pyplot()  # fail before the long run, not after it
-    stream, dataset, n, var_y = load_stream(args.stream, args.data_dir, args.n)
+    stream, dataset, n, var_y = _load(args)
     spec = MODELS[args.model]
-    if spec.warms_up and settings["n_warmup"] >= n:
-        raise CLIError(
-            f"--n-warmup ({settings['n_warmup']}) must be smaller than the number of samples "
-            f"({n}) of stream {stream!r}"
-        )
+    warmup_note = _fit_warmup(args, settings, spec, stream, n)
     for target in (args.json, args.plot):
         if target is not None:
             try:
@@ -684,7 +856,8 @@ def cmd_evaluate(args, parser) -> int:
         f"{PROG} evaluate: stream {stream!r} ({n} samples, {n_features} features); "
         f"model {spec.label} (n_warmup={settings['n_warmup']}, n_samples="
         f"{settings['n_samples']}, starts={settings['starts']}, seed={settings['seed']})"
-        + (f"; peers: {', '.join(PEERS[k].label for k in peers)}" if peers else ""),
+        + (f"; peers: {', '.join(PEERS[k].label for k in peers)}" if peers else "")
+        + warmup_note,
         flush=True,
     )
     runs = []
@@ -715,8 +888,12 @@ def cmd_evaluate(args, parser) -> int:
                 print(f"note: {r.label} raised {len(r.warnings)} distinct warning(s) "
                       "(--verbose shows them)")
     if args.json is not None:
+        source = None
+        if isinstance(dataset, CSVStream):
+            source = {"csv": str(dataset.path), "target": dataset.target,
+                      "features": dataset.features, "dropped": dataset.dropped}
         try:
-            write_json(args.json, stream, n, var_y, settings, runs)
+            write_json(args.json, stream, n, var_y, settings, runs, source=source)
         except OSError as err:
             raise CLIError(f"cannot write {str(args.json)!r}: {err}") from None
         print(f"wrote {args.json}")

@@ -50,6 +50,7 @@ from river.datasets import base
 
 __all__ = [
     "ENV_VAR",
+    "GENERATED_NAMES",
     "NAMES",
     "PAPER_NAMES",
     "UCI_NAMES",
@@ -1170,6 +1171,9 @@ _FILES = {
 
 #: Every name `load` accepts.
 NAMES = tuple(_GENERATED) + tuple(_FILES) + UCI_NAMES
+
+#: The names of the generated streams, which need no data file.
+GENERATED_NAMES = tuple(_GENERATED)
 
 #: The paper's seven regression streams (Table 1), in the paper's order.
 PAPER_NAMES = ("friedman1", "friedman2", "elevators", "sarcos", "kuka1", "cadata", "cpusmall")

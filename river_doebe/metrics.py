@@ -434,14 +434,15 @@ class Metrics(metrics_base.Metrics):
         """Whether some metric needs the predictive distribution."""
         return any(_needs_distribution(m) for m in self)
 
-    def _split(self, y_pred):
-        point = None
-        if not self.requires_distribution or not isinstance(y_pred, numbers.Real):
-            point = _point(y_pred)  # raises before any metric is touched, if it cannot
-        return point
+    def _point_of(self, y_pred):
+        """The mean of ``y_pred`` for the point metrics, read before any metric is touched (a
+        number with a distribution metric present is left to that metric to refuse)."""
+        if self.requires_distribution and isinstance(y_pred, numbers.Real):
+            return None
+        return _point(y_pred)
 
     def update(self, y_true, y_pred, w=1.0) -> None:
-        point = self._split(y_pred)
+        point = self._point_of(y_pred)
         # the distribution metrics first: one refusing the prediction (a number, a bad
         # variance) raises before any metric has changed
         for m in self:
@@ -452,7 +453,7 @@ class Metrics(metrics_base.Metrics):
                 m.update(y_true, point, w)
 
     def revert(self, y_true, y_pred, w=1.0) -> None:
-        point = self._split(y_pred)
+        point = self._point_of(y_pred)
         for m in self:
             if _needs_distribution(m):
                 m.revert(y_true, y_pred, w)

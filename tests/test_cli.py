@@ -118,7 +118,8 @@ def test_default_warmup_is_the_edoebe_default_and_fast_is_smaller():
 def test_list_shows_streams_models_and_peers(capsys):
     assert cli.main(["list"]) == 0
     out = capsys.readouterr().out
-    for word in ("drift", "static_then_drift", "elevators", "edoebe", "doe-rff", "knn", "arf"):
+    for word in ("drift", "static_then_drift", "elevators", "edoebe", "doe-rff", "knn", "arf",
+                 "--csv FILE --target COLUMN"):
         assert word in out
 
 
@@ -217,3 +218,201 @@ def test_bad_options_are_argparse_errors(argv, message, capsys):
         cli.main(argv)
     assert exc.value.code == 2
     assert message in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- short streams
+
+
+def test_generated_streams_are_known_without_a_temporary_folder(monkeypatch, tmp_path):
+    # the generated streams are those that load from an empty data folder
+    assert datasets.GENERATED_NAMES == datasets.available(tmp_path)
+    import tempfile
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("no temporary folder should be made")
+
+    monkeypatch.setattr(tempfile, "TemporaryDirectory", refuse)
+    assert cli._is_generated("drift") and cli._is_generated("friedman1")
+    assert not cli._is_generated("elevators") and not cli._is_generated("uci_yacht")
+
+
+@pytest.mark.parametrize("n, expected", [(5000, 1000), (40000, 1000), (2000, 400), (600, 120),
+                                         (308, 61), (249, 50), (60, 50)])
+def test_the_fitted_warmup_is_a_fifth_of_a_short_stream_at_least_50(n, expected):
+    assert cli.fitted_warmup(cli.DEFAULT["n_warmup"], n) == expected
+    assert cli.fitted_warmup(cli.FAST["n_warmup"], n) == min(expected, cli.FAST["n_warmup"])
+
+
+def test_a_stream_shorter_than_the_default_warmup_runs_with_a_fitted_one(tmp_path, capsys):
+    out = tmp_path / "short.json"
+    status = cli.main(["evaluate", "--n", "300", "--n-samples", "1", "--starts", "1",
+                       "--no-progress", "--peers", "blr", "--json", str(out)])
+    assert status == 0
+    header = capsys.readouterr().out.splitlines()[0]
+    assert "n_warmup=60," in header
+    assert "the warm-up is fitted to the stream: 60 samples, a fifth of it (at least 50)" in header
+    assert "--n-warmup sets it" in header
+    doc = json.loads(out.read_text())
+    assert doc["settings"]["n_warmup"] == 60
+    assert doc["settings"]["n_warmup_rule"] == "a fifth of the stream, at least 50"
+    weights = next(r for r in doc["results"] if r["key"] == "edoebe")["weights"]
+    assert weights["warm_at"] == 60
+
+
+def test_a_given_warmup_is_kept_and_the_default_one_is_not_mentioned(capsys):
+    assert cli.main(["evaluate", "--n", "300", "--n-warmup", "250", "--n-samples", "1",
+                     "--starts", "1", "--no-progress", "--no-peers"]) == 0
+    header = capsys.readouterr().out.splitlines()[0]
+    assert "n_warmup=250," in header and "fitted" not in header
+    parser = cli.build_parser()
+    args = parser.parse_args(["evaluate"])
+    settings = cli._settings(args, parser)
+    assert cli._fit_warmup(args, settings, cli.MODELS["edoebe"], "drift", 5000) == ""
+    assert settings["n_warmup"] == 1000 and settings["n_warmup_rule"] == "default"
+
+
+def test_a_stream_too_short_for_any_fitted_warmup(capsys):
+    assert cli.main(["evaluate", "--n", "40", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: stream 'drift' has 40 samples, too few for a warm-up of at "
+                          "least 50; give --n-warmup N with 2 <= N < 40")
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.skipif(_data_dir() is None or not (_data_dir() / "uci_yacht.npz").is_file(),
+                    reason="uci_yacht.npz is not in the data folder")
+def test_uci_yacht_with_the_default_settings(capsys):
+    # the issue's example: 308 samples, shorter than the default warm-up of 1,000
+    status = cli.main(["evaluate", "--stream", "uci_yacht", "--data-dir", str(_data_dir()),
+                       "--no-progress", "--peers", "blr"])
+    assert status == 0
+    out = capsys.readouterr().out
+    assert "(308 samples, 6 features)" in out and "n_warmup=61," in out
+    row = next(line for line in out.splitlines() if line.startswith("E-DOEBE"))
+    assert 0.0 < float(row.split()[1]) < 0.5
+
+
+# --------------------------------------------------------------------------- a user's CSV
+
+
+def _write_csv(path, rows, header):
+    import csv
+
+    with open(path, "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+@pytest.fixture(scope="module")
+def drift_csv(tmp_path_factory):
+    """The first 400 samples of the Drift stream as a CSV file, with a text column besides."""
+    dataset = datasets.Drift(n_samples=400)
+    names = list(dataset.feature_names)
+    rows = [[repr(x[k]) for k in names[:2]] + ["site-a"] + [repr(x[k]) for k in names[2:]]
+            + [repr(y)] for x, y in dataset]
+    header = [*names[:2], "site", *names[2:], "target"]
+    return _write_csv(tmp_path_factory.mktemp("csv") / "drift.csv", rows, header)
+
+
+def test_csv_gives_the_same_table_json_and_plot_as_the_built_in_stream(drift_csv, tmp_path,
+                                                                        capsys):
+    common = ["--n-samples", "1", "--starts", "1", "--no-progress", "--peers", "blr", "hat"]
+    out = {}
+    for key, source in (("csv", ["--csv", str(drift_csv), "--target", "target", "--drop",
+                                 "site"]),
+                        ("stream", ["--stream", "drift", "--n", "400"])):
+        status = cli.main(["evaluate", *source, *common, "--json", str(tmp_path / f"{key}.json"),
+                           "--plot", str(tmp_path / f"{key}.png")])
+        assert status == 0
+        out[key] = capsys.readouterr().out
+        assert (tmp_path / f"{key}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    header = out["csv"].splitlines()[0]
+    assert "stream 'drift.csv' (400 samples, 4 features)" in header and "n_warmup=80," in header
+    csv_doc, stream_doc = (json.loads((tmp_path / f"{k}.json").read_text())
+                           for k in ("csv", "stream"))
+    assert csv_doc["stream"] == "drift.csv" and csv_doc["n_samples"] == 400
+    assert csv_doc["source"] == {"csv": str(drift_csv), "target": "target",
+                                 "features": ["x0", "x1", "x2", "x3"], "dropped": ["site"]}
+    assert stream_doc["source"] is None
+    # the same numbers, read from the file or generated: the CSV path loses nothing
+    for a, b in zip(csv_doc["results"], stream_doc["results"], strict=True):
+        assert a["key"] == b["key"] and a["scores"] == b["scores"]
+        assert a["trace"] == b["trace"] and a["weights"] == b["weights"]
+
+
+def test_csv_first_rows_and_comma_separated_drop(drift_csv, capsys):
+    status = cli.main(["evaluate", "--csv", str(drift_csv), "--target", "target", "--drop",
+                       "site,x3", "--n", "300", "--n-warmup", "100", "--model", "oe-linear",
+                       "--no-progress", "--no-peers"])
+    assert status == 0
+    header = capsys.readouterr().out.splitlines()[0]
+    assert "(300 samples, 3 features)" in header and "n_warmup=100," in header
+
+
+@pytest.mark.parametrize(
+    "rows, header, extra, message",
+    [
+        ([["1", "abc", "2"]], ["a", "b", "y"], [],
+         "column 'b' of 'bad.csv' is not numeric ('abc' in row 1); leave it out with --drop b"),
+        ([["1", "2", "3"], ["1", "", "3"]], ["a", "b", "y"], [],
+         "column 'b' of 'bad.csv' is not numeric ('' in row 2)"),
+        ([["1", "2", "high"]], ["a", "b", "y"], [],
+         "the target column 'y' of 'bad.csv' is not numeric ('high' in row 1)"),
+        ([["1", "nan", "3"]], ["a", "b", "y"], [],
+         "column 'b' of 'bad.csv' holds 'nan' in row 1; the models take finite numbers only"),
+        ([["1", "2", "3"]], ["a", "b", "y"], ["--target", "z"],
+         "--target 'z' is not a column of 'bad.csv'; its columns: a, b, y"),
+        ([["1", "2", "3"]], ["a", "b", "y"], ["--drop", "c"],
+         "--drop 'c': not a column of 'bad.csv'; its columns: a, b, y"),
+        ([["1", "2", "3"]], ["a", "b", "y"], ["--drop", "y"],
+         "--drop lists the target column 'y'"),
+        ([["1", "2", "3"]], ["a", "b", "y"], ["--drop", "a", "b"],
+         "'bad.csv' has no feature column left besides the target"),
+        ([["1", "2", "3"], ["4", "5"]], ["a", "b", "y"], [],
+         "row 2 of 'bad.csv' has 2 fields, its header 3"),
+        ([], ["a", "b", "y"], [], "'bad.csv' has no data rows"),
+        ([["1", "2", "3"], ["4", "5", "3"]], ["a", "b", "y"], [],
+         "the target column 'y' of 'bad.csv' is constant"),
+    ],
+    ids=["text-feature", "empty-value", "text-target", "nan", "no-target", "unknown-drop",
+         "drop-target", "no-features", "short-row", "no-rows", "constant-target"],
+)
+def test_bad_csv_files_are_one_line_errors(tmp_path, capsys, rows, header, extra, message):
+    path = _write_csv(tmp_path / "bad.csv", rows, header)
+    argv = ["evaluate", "--csv", str(path), "--target", "y", "--no-progress", *extra]
+    if "--target" in extra:
+        argv.remove("y")
+        argv.remove("--target")
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {message}") and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--csv", "{csv}", "--target", "target", "--stream", "drift"],
+         "give either --stream or --csv, not both"),
+        (["--csv", "{csv}"], "--csv needs --target COLUMN"),
+        (["--csv", "{csv}", "--target", "target", "--data-dir", "."],
+         "--data-dir is the folder of the built-in streams"),
+        (["--target", "y"], "--target goes with --csv FILE"),
+        (["--stream", "drift", "--drop", "a"], "--drop goes with --csv FILE"),
+        (["--csv", "{missing}", "--target", "y"], "no such file:"),
+    ],
+)
+def test_csv_option_errors(drift_csv, tmp_path, capsys, argv, message):
+    argv = [a.format(csv=drift_csv, missing=tmp_path / "nope.csv") for a in argv]
+    assert cli.main(["evaluate", *argv, "--no-progress"]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {message}")
+
+
+def test_csv_error_in_a_subprocess_is_one_line_and_exit_2(tmp_path):
+    path = _write_csv(tmp_path / "data.csv", [["1", "red", "2"], ["2", "blue", "3"]],
+                      ["a", "colour", "y"])
+    done = _run("evaluate", "--csv", str(path), "--target", "y")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip() == ("error: column 'colour' of 'data.csv' is not numeric ('red' "
+                                   "in row 1); leave it out with --drop colour")
