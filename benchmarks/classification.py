@@ -66,14 +66,14 @@ from _common import HERE, default_data_dir
 from river import forest, linear_model, preprocessing, tree
 from threadpoolctl import threadpool_limits
 
-from river_doebe import datasets
-from river_doebe.classification import (
+from river_doebe import (
     DOBEClassifier,
     DOEBEClassifier,
     EDOEBEClassifier,
+    datasets,
 )
 from river_doebe.cli import json_safe
-from river_doebe.warmup import Standardizer, default_families, fit_members
+from river_doebe.warmup import Standardizer, fit_members, resolve_families
 
 ORDERS = ("shuffled", "file", "left-to-right")
 FAMILIES = {"hsgp": ("HilbertGP", "HSGP"), "rff": ("RandomFourierFeatures", "RFF"),
@@ -155,7 +155,7 @@ def fit_families(Xw: np.ndarray, yw: np.ndarray, cfg: Config, seed: int):
     Zw = std.x(Xw)
     t0 = time.perf_counter()
     with threadpool_limits(limits=1):
-        fitted = fit_members(Zw, 2.0 * yw - 1.0, default_families(Zw.shape[1], seed),
+        fitted = fit_members(Zw, 2.0 * yw - 1.0, resolve_families(None, Zw.shape[1], seed),
                              n_samples=cfg.n_samples, starts=cfg.starts, seed=seed)
     return std, fitted, time.perf_counter() - t0
 

@@ -69,7 +69,7 @@ import numpy as np
 from _common import HERE, default_data_dir
 from threadpoolctl import threadpool_limits
 
-from river_doebe import DOBE, DOEBE, EDOEBE, datasets, evidence
+from river_doebe import DOBE, DOEBE, EDOEBE, datasets
 from river_doebe import metrics as rd_metrics
 from river_doebe.basis import (
     AdditivePolynomial,
@@ -79,7 +79,7 @@ from river_doebe.basis import (
     RBFNetwork,
 )
 from river_doebe.cli import json_safe
-from river_doebe.warmup import Standardizer
+from river_doebe.warmup import Standardizer, empirical_bayes
 
 EXPERIMENTS = ("exp1", "exp2", "exp3", "sampling", "delta", "uci", "off")
 TITLES = {
@@ -293,7 +293,7 @@ class Fits:
                 # threads only fight over the cores)
                 with warnings.catch_warnings(), threadpool_limits(limits=1):
                     warnings.simplefilter("ignore", RuntimeWarning)
-                    specs = evidence.build_members(
+                    specs = empirical_bayes.build_members(
                         copy.deepcopy(template), prep.Zw, prep.Yw, n_samples=n_samples,
                         starts=starts, seed=draw_seed, method=method, maxiter=cfg.maxiter,
                     )

@@ -14,14 +14,9 @@ the datasets, the metrics or the command line.
 
 import importlib
 
-from river_doebe.classification import (
-    DOBEClassifier,
-    DOEBEClassifier,
-    EDOEBEClassifier,
-    SDOEBEClassifier,
-)
-from river_doebe.ensemble import DOEBE, EDOEBE, SDOEBE
-from river_doebe.learner import DOBE
+from river_doebe.edoebe import EDOEBE, EDOEBEClassifier
+from river_doebe.ensemble import DOEBE, SDOEBE, DOEBEClassifier, SDOEBEClassifier
+from river_doebe.learner import DOBE, DOBEClassifier
 
 __all__ = [
     "DOBE",
@@ -36,7 +31,19 @@ __all__ = [
 __version__ = "0.1.0"
 
 # the public submodules, imported on first attribute access (PEP 562)
-_SUBMODULES = ("basis", "cli", "datasets", "distributions", "evidence", "metrics", "warmup")
+_SUBMODULES = (
+    "basis",
+    "cli",
+    "datasets",
+    "distributions",
+    "engine",
+    "evaluate",
+    "evidence",
+    "kernels",
+    "metrics",
+    "preprocessing",
+    "warmup",
+)
 
 
 def __getattr__(name: str):

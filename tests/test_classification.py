@@ -13,15 +13,15 @@ from river import checks, compose, datasets, evaluate, metrics, preprocessing
 from scipy.optimize import brentq
 from scipy.special import expit, logsumexp
 
-from river_doebe import _logistic
-from river_doebe.basis import Linear, RandomFourierFeatures
-from river_doebe.classification import (
+from river_doebe import (
     DOBEClassifier,
     DOEBEClassifier,
     EDOEBEClassifier,
     SDOEBEClassifier,
 )
-from river_doebe.ensemble import edoebe_transition
+from river_doebe.basis import Linear, RandomFourierFeatures
+from river_doebe.engine import edoebe_transition
+from river_doebe.kernels import logistic
 
 CLASSES = [DOBEClassifier, DOEBEClassifier, SDOEBEClassifier, EDOEBEClassifier]
 
@@ -102,7 +102,7 @@ def test_one_laplace_step_equals_the_full_dimensional_reference(var_rw):
 @pytest.mark.parametrize("s2", [0.0, 1e-9, 0.3, 50.0, 1e6])
 @pytest.mark.parametrize("y", [0, 1])
 def test_scalar_newton_is_robust_and_converged(a, s2, y):
-    t, lam = _logistic.solve_laplace_step(a, s2, y)
+    t, lam = logistic.solve_laplace_step(a, s2, y)
     s = 1.0 if y else -1.0
     residual = lambda u: u - s * expit(-s * (a + s2 * u))  # noqa: E731
     lo, hi = (0.0, 1.0) if y else (-1.0, 0.0)
@@ -131,7 +131,7 @@ def test_probit_predictive_is_close_to_the_expected_sigmoid(a, s2):
     nodes, w = np.polynomial.hermite_e.hermegauss(120)
     exact = np.sum(w * expit(a + math.sqrt(s2) * nodes)) / np.sum(w)
     logit = np.zeros(1)
-    _logistic.probit_logits(np.array([a]), np.array([s2]), np.ones(1, dtype=bool), logit)
+    logistic.probit_logits(np.array([a]), np.array([s2]), np.ones(1, dtype=bool), logit)
     assert abs(expit(logit[0]) - exact) < 0.02
 
 

@@ -14,7 +14,7 @@ from scipy.stats import multivariate_normal, norm
 
 from river_doebe import DOBE, DOEBE, EDOEBE, SDOEBE
 from river_doebe.basis import Linear
-from river_doebe.ensemble import edoebe_transition
+from river_doebe.engine import edoebe_transition
 
 
 def _dicts(X):
@@ -281,15 +281,15 @@ def test_bad_input_leaves_an_ensemble_untouched(warm):
 def test_replay_filters_every_member_through_the_whole_window():
     """The warm-up replay must not let the weight floor drop a member half-way: each member's
     posterior after it is that of the member alone on the window, and the weights are uniform."""
-    from river_doebe._engine import Engine, MemberSpec
+    from river_doebe.engine import Engine, Member
 
     X, y = _stream(n=300)
-    specs = [MemberSpec(Linear(), 1.0, 0.25, 0.0), MemberSpec(Linear(), 1.0, 50.0, 1e-3)]
+    specs = [Member(Linear(), 1.0, 0.25, 0.0), Member(Linear(), 1.0, 50.0, 1e-3)]
     engine = Engine(specs, None, weight_floor=1e-16)
     engine.setup(2)
     engine.replay(X, y)
     for k, spec in enumerate(specs):
-        alone = Engine([MemberSpec(Linear(), spec.var_theta, spec.var_eps, spec.var_rw)])
+        alone = Engine([Member(Linear(), spec.var_theta, spec.var_eps, spec.var_rw)])
         alone.setup(2)
         for z, t in zip(X, y):
             alone.learn(z, float(t))
@@ -300,7 +300,7 @@ def test_replay_filters_every_member_through_the_whole_window():
     np.testing.assert_array_equal(engine.weights, [0.5, 0.5])
     assert engine.log_floor == math.log(1e-16)
     # the same window learnt normally drops the second member for good
-    normal = Engine([MemberSpec(Linear(), 1.0, 0.25, 0.0), MemberSpec(Linear(), 1.0, 50.0, 1e-3)],
+    normal = Engine([Member(Linear(), 1.0, 0.25, 0.0), Member(Linear(), 1.0, 50.0, 1e-3)],
                     None, weight_floor=1e-16)
     normal.setup(2)
     for z, t in zip(X, y):

@@ -12,17 +12,14 @@ import pytest
 from scipy.stats import multivariate_normal
 
 from river_doebe.basis import Basis, Linear
-from river_doebe.evidence import (
-    HyperLayout,
-    MemberSpec,
+from river_doebe.engine import Member
+from river_doebe.evidence import HyperLayout, _cholesky, log_evidence, objective
+from river_doebe.warmup.empirical_bayes import (
     Mode,
-    _cholesky,
     build_members,
     fit_hyperparameters,
     laplace_covariance,
     laplace_samples,
-    log_evidence,
-    objective,
     repair_covariance,
 )
 
@@ -553,7 +550,7 @@ def test_repair_covariance_of_indefinite_matrix():
 
 
 def test_laplace_repair_path_in_sampling(fitted, monkeypatch):
-    import river_doebe.evidence as ev
+    import river_doebe.warmup.empirical_bayes as ev
 
     basis, Z, y, mode = fitted
     P = len(mode.u)
@@ -733,7 +730,7 @@ def test_build_members_layout_and_reproducibility():
     a = build_members(_Cosine(12), Z, y, n_samples=4, seed=5)
     b = build_members(_Cosine(12), Z, y, n_samples=4, seed=5)
     assert len(a) == 3 * 4
-    assert all(isinstance(m, MemberSpec) for m in a)
+    assert all(isinstance(m, Member) for m in a)
     assert [m.mode_index for m in a] == [0] * 4 + [1] * 4 + [2] * 4
     assert [m.is_mode for m in a] == ([True] + [False] * 3) * 3
     assert {m.family for m in a} == {"_Cosine"}

@@ -13,8 +13,8 @@ import pytest
 from river import checks, compose, datasets, dummy, evaluate, metrics, preprocessing, stats
 
 from river_doebe import DOBE
-from river_doebe._engine import Engine, MemberSpec
 from river_doebe.basis import Linear
+from river_doebe.engine import Engine, Member
 
 
 def _rff(n=50, seed=0):
@@ -47,7 +47,7 @@ def test_static_learner_equals_batch_posterior(make_basis):
         model.predict_one(x)  # exercise the predict -> learn cache
         model.learn_one(x, t)
 
-    Phi = model._basis.featurize(X)
+    Phi = model.basis_.featurize(X)
     F = Phi.shape[1]
     A = Phi.T @ Phi / var_eps + np.eye(F) / var_theta
     cov = np.linalg.inv(A)
@@ -59,7 +59,7 @@ def test_static_learner_equals_batch_posterior(make_basis):
 
     rng = np.random.default_rng(1)
     Xt = rng.normal(size=(20, X.shape[1]))
-    Pt = model._basis.featurize(Xt)
+    Pt = model.basis_.featurize(Xt)
     for x, phi in zip(_dicts(Xt), Pt):
         dist = model.predict_one(x, with_dist=True)
         exp_mean = phi @ mean
@@ -92,7 +92,7 @@ def test_dynamic_learner_equals_numpy_kalman_filter(make_basis):
         preds.append((d.mu, d.sigma**2))
         model.learn_one(x, t)
 
-    Phi = model._basis.featurize(X)
+    Phi = model.basis_.featurize(X)
     F = Phi.shape[1]
     m, P = np.zeros(F), var_theta * np.eye(F)
     for i, (phi, t) in enumerate(zip(Phi, y)):
@@ -113,7 +113,7 @@ def test_dynamic_learner_equals_numpy_kalman_filter(make_basis):
 def test_covariance_stays_symmetric_psd_over_200k_updates(var_rw):
     rng = np.random.default_rng(7)
     F, n = 12, 200_000
-    engine = Engine([MemberSpec(Linear(bias=False), 1.0, 0.05, var_rw)])
+    engine = Engine([Member(Linear(bias=False), 1.0, 0.05, var_rw)])
     engine.setup(F)
     # correlated, badly scaled inputs stress the plain covariance update
     mix = rng.normal(size=(F, F)) * np.logspace(-2, 1, F)
@@ -261,12 +261,12 @@ def test_every_kernel_is_cached_on_disk():
     """A fresh process loads the compiled kernels instead of compiling them again."""
     import numba.core.caching as caching
 
-    from river_doebe import _logistic, filtering
     from river_doebe.basis import hsgp, linear, polynomial, rbf, rff
+    from river_doebe.kernels import gaussian, logistic, stack, weights
 
     kernels = [
         obj
-        for module in (filtering, _logistic, hsgp, linear, polynomial, rbf, rff)
+        for module in (gaussian, logistic, stack, weights, hsgp, linear, polynomial, rbf, rff)
         for obj in vars(module).values()
         if isinstance(obj, numba.core.registry.CPUDispatcher)
     ]

@@ -11,8 +11,16 @@ import numpy as np
 import pytest
 from river import linear_model
 
-from river_doebe import DOBE, DOEBE, EDOEBE, SDOEBE
-from river_doebe._engine import Engine, FilterError, MemberSpec
+from river_doebe import (
+    DOBE,
+    DOEBE,
+    EDOEBE,
+    SDOEBE,
+    DOBEClassifier,
+    DOEBEClassifier,
+    EDOEBEClassifier,
+    SDOEBEClassifier,
+)
 from river_doebe.basis import (
     AdditivePolynomial,
     HilbertGP,
@@ -20,12 +28,7 @@ from river_doebe.basis import (
     RandomFourierFeatures,
     RBFNetwork,
 )
-from river_doebe.classification import (
-    DOBEClassifier,
-    DOEBEClassifier,
-    EDOEBEClassifier,
-    SDOEBEClassifier,
-)
+from river_doebe.engine import Engine, FilterError, Member
 
 
 def _psd(S, rel=1e-12):
@@ -119,7 +122,7 @@ def test_inputs_around_5e7_keep_every_variance_above_the_noise(make_basis, var_r
 def test_a_dynamic_covariance_broken_by_rounding_is_repaired():
     """Dynamic members keep Sigma itself; if it ever loses positive definiteness along the
     features of a sample, the engine repairs it before predicting."""
-    engine = Engine([MemberSpec(Linear(bias=False), 1.0, 0.01, 1e-3)])
+    engine = Engine([Member(Linear(bias=False), 1.0, 0.01, 1e-3)])
     engine.setup(2)
     engine._C[0, :2, :2] = [[1.0, 0.0], [0.0, -0.5]]  # as if rounding had broken it
     mean, var = engine.predict(np.array([0.0, 1.0]))

@@ -19,7 +19,7 @@ import warnings
 
 import pytest
 
-from river_doebe import DOBE, DOEBE, EDOEBE
+from river_doebe import DOBE, DOEBE, EDOEBE, DOBEClassifier, EDOEBEClassifier
 from river_doebe.basis import (
     AdditivePolynomial,
     HilbertGP,
@@ -27,7 +27,6 @@ from river_doebe.basis import (
     RandomFourierFeatures,
     RBFNetwork,
 )
-from river_doebe.classification import DOBEClassifier, EDOEBEClassifier
 
 hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from river import compose, evaluate, linear_model, metrics, preprocessing
 
-from river_doebe import DOBE, DOEBE, EDOEBE
+from river_doebe import DOBE, DOEBE, EDOEBE, DOBEClassifier, EDOEBEClassifier
 from river_doebe.basis import (
     AdditivePolynomial,
     HilbertGP,
@@ -20,7 +20,6 @@ from river_doebe.basis import (
     RandomFourierFeatures,
     RBFNetwork,
 )
-from river_doebe.classification import DOBEClassifier, EDOEBEClassifier
 
 
 # ------------------------------------------------------------------ sparse features
@@ -342,7 +341,7 @@ def test_bad_parameters_are_refused_at_construction(make, exc, match):
 
 
 def test_a_warm_up_that_fails_on_its_data_falls_back_once(monkeypatch):
-    import river_doebe.warmup as warmup
+    import river_doebe.warmup.fit as warmup
 
     calls = []
 

@@ -66,7 +66,8 @@ class Basis(base.Transformer):
     laplace_ok: bool = True
 
     #: the empirical-Bayes fit keeps each start's length scales at least this fraction of their
-    #: starting value (see :func:`river_doebe.evidence.fit_hyperparameters`); 0: no such bound
+    #: starting value (see :func:`river_doebe.warmup.empirical_bayes.fit_hyperparameters`);
+    #: 0: no such bound
     start_floor: float = 0.0
 
     # ------------------------------------------------------------------ lifecycle

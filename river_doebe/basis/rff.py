@@ -95,7 +95,8 @@ class RandomFourierFeatures(Basis):
     returned by :meth:`with_hyper` stores its frequencies in the ``frequencies`` parameter, so
     ``clone`` keeps them.
 
-    Fitted by empirical Bayes (:func:`river_doebe.evidence.fit_hyperparameters`, the warm-up of
+    Fitted by empirical Bayes
+    (:func:`river_doebe.warmup.empirical_bayes.fit_hyperparameters`, the warm-up of
     :class:`river_doebe.EDOEBE`), each start keeps length scales of at least a tenth of its
     starting value (``start_floor = 0.1``): the widest start, ten times each input's warm-up
     range, stays a smooth mode of at least that range. Every feature mixes every input, so at

@@ -1,9 +1,9 @@
-"""Numba kernels for Bernoulli-logistic members: probit predictive and per-step Laplace update.
+"""The logistic likelihood of the classifiers: probit predictive and per-step Laplace update. Numba.
 
 A member ``m`` of the stack has ``p(y = 1 | theta) = sigmoid(phi' theta)`` and a Gaussian belief
 ``N(mu, Sigma)`` about ``theta`` that takes a random-walk step of variance ``var_rw`` before each
 sample (paper Sec. 3.4). The latent predictive moments are those of the Gaussian filter without
-observation noise (:func:`river_doebe.filtering.predict_stack` with ``var_eps = 0``)::
+observation noise (:func:`river_doebe.kernels.stack.predict_stack` with ``var_eps = 0``)::
 
     v = Sigma_pred phi,   a = phi' mu,   s2 = phi' v,        Sigma_pred = Sigma + var_rw I
 
@@ -26,7 +26,7 @@ converges. Then, with ``lam = sigmoid(f*) (1 - sigmoid(f*))``::
 
 which is ``(Sigma_pred^-1 + lam phi phi')^-1`` by the Sherman-Morrison formula: a Gaussian
 measurement update with noise variance ``1 / lam``, applied in the forms of
-:mod:`river_doebe.filtering` (a square root for static members). The parametrisation by ``t``
+:mod:`river_doebe.kernels.stack` (a square root for static members). The parametrisation by ``t``
 rather than ``f`` also covers ``s2 = 0`` (an all-zero feature vector), where ``t = y -
 sigmoid(a)`` and nothing moves.
 
@@ -41,7 +41,7 @@ import math
 import numba
 import numpy as np
 
-from river_doebe.filtering import _record, _step_ok
+from river_doebe.kernels.stack import record_update, step_is_finite
 
 __all__ = [
     "PROBIT_SCALE",
@@ -136,11 +136,11 @@ def laplace_update_stack(F, static, mu, V, mean, var, logit, var_theta, y, activ
     """Fold the label ``y`` (0 or 1) into every active member, given its predict step.
 
     ``V``, ``mean``, ``var`` are the latent predictive quantities of
-    :func:`river_doebe.filtering.predict_stack` run with ``var_eps = 0``, and ``logit`` those of
+    :func:`river_doebe.kernels.stack.predict_stack` run with ``var_eps = 0``, and ``logit`` those of
     :func:`probit_logits`. Every active member is checked first (a mean step that would not be
     finite returns ``m + 1`` and changes nothing). Then writes ``loglik[m] = log p_m(y)`` under the
     probit-approximated predictive (``-inf`` for inactive members), and records each member's
-    Laplace step as the owed update of :mod:`river_doebe.filtering`: gain ``t*`` and curvature
+    Laplace step as the owed update of :mod:`river_doebe.kernels.stack`: gain ``t*`` and curvature
     ``c = lam / (1 + lam s2)``, which for a static member is the measurement update with noise
     variance ``alpha_0 = 1 / lam`` (``inf`` when ``lam`` underflows: the mean moves, the
     covariance does not).
@@ -152,7 +152,7 @@ def laplace_update_stack(F, static, mu, V, mean, var, logit, var_theta, y, activ
         t, lam = solve_laplace_step(mean[m], var[m], y)
         t_buf[m] = t
         lam_buf[m] = lam
-        if not _step_ok(F[m], static[m], mu[m], V[m], var[m], var_theta[m], t):
+        if not step_is_finite(F[m], static[m], mu[m], V[m], var[m], var_theta[m], t):
             return m + 1
     sgn = 1.0 if y == 1 else -1.0
     for m in range(M):
@@ -162,8 +162,8 @@ def laplace_update_stack(F, static, mu, V, mean, var, logit, var_theta, y, activ
         loglik[m] = log_sigmoid(sgn * logit[m])
         lam = lam_buf[m]
         alpha0 = 1.0 / lam if lam > 0.0 else np.inf
-        _record(F[m], static[m], mu[m], V[m], t_buf[m], lam / (1.0 + lam * var[m]), alpha0, pc,
-                pg, m)
+        c = lam / (1.0 + lam * var[m])
+        record_update(F[m], static[m], mu[m], V[m], t_buf[m], c, alpha0, pc, pg, m)
         pend[m] = True
         n_filtered[m] += 1
     return 0

@@ -1,10 +1,14 @@
-"""The array engine behind every model: a stack of members, their filters and their weights.
+"""The engine: a stack of members, their filters and their weights (an internal layer).
 
-River estimators (:mod:`river_doebe.learner`, :mod:`river_doebe.ensemble`,
-:mod:`river_doebe.classification`) are thin over this: they turn dicts into arrays with
-:class:`river_doebe._schema.Schema` and call :meth:`Engine.predict` and :meth:`Engine.learn`.
-One sample costs one call per basis family (featurise), one predict sweep over the whole stack,
-one update, and the weight steps, all in Numba (:mod:`river_doebe.filtering`).
+Every estimator of the package is thin over this module: it turns dicts into arrays
+(:mod:`river_doebe._schema`) and calls :meth:`Engine.predict` / :meth:`Engine.learn` (regression)
+or :meth:`LogisticEngine.predict_proba` / :meth:`LogisticEngine.learn` (classification). One
+sample costs one featurisation call per basis family, one predict sweep over the whole stack, one
+likelihood update and the weight steps, all in Numba (:mod:`river_doebe.kernels`).
+
+Here are also what the engine is built from: :class:`Member`, the one record of a member (basis,
+variances, random walk, and where the warm-up found it), and the switching matrices
+(:func:`edoebe_transition`, :func:`sparse_transition`).
 
 The work of a predict is cached: a ``learn`` that follows with the same ``z`` (as in progressive
 validation) reuses the features, the predict sweep and the switched weights instead of
@@ -19,30 +23,91 @@ see.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from river_doebe import filtering
 from river_doebe._checks import check_transition
 from river_doebe.basis.base import Basis, stack_params
+from river_doebe.kernels.gaussian import gaussian_update
+from river_doebe.kernels.logistic import laplace_update_stack, mixture_proba, probit_logits
+from river_doebe.kernels.stack import flush_stack, predict_stack, repair_covariance
+from river_doebe.kernels.weights import (
+    bma_log_weights,
+    mixture_log_density,
+    mixture_moments,
+    switch_log_weights,
+)
 
-__all__ = ["Engine", "FilterError", "MemberSpec", "sparse_transition", "WEIGHT_FLOOR"]
+__all__ = [
+    "twin_members",
+    "Engine",
+    "FilterError",
+    "LogisticEngine",
+    "Member",
+    "WEIGHT_FLOOR",
+    "edoebe_transition",
+    "sparse_transition",
+]
 
 
 @dataclass
-class MemberSpec:
-    """What the engine needs of one member."""
+class Member:
+    """One member of a stack: its basis, its variances and its random walk.
+
+    A member found by an empirical-Bayes warm-up also says where it came from: its basis
+    ``family`` (the class name), the index of the evidence mode (start) it belongs to, and
+    whether it is that mode or a draw around it.
+    """
 
     basis: Basis
     var_theta: float
     var_eps: float
-    var_rw: float
+    var_rw: float = 0.0
+    family: str | None = None
+    mode_index: int | None = None
+    is_mode: bool | None = None
 
 
 class FilterError(ValueError):
     """A sample the filters cannot take safely; the model's state is unchanged."""
+
+
+def edoebe_transition(n_members: int, n_levels: int, delta: float) -> np.ndarray:
+    """The E-DOEBE switching matrix (paper Sec. 4.2) for ``n_levels`` blocks of ``n_members``.
+
+    Block ``(a, b)`` is ``(1 - (n_levels - 1) delta) I`` on the diagonal and ``delta I`` elsewhere:
+    a member only ever switches to its own twins at the other random-walk levels, never across
+    families, and every row sums to one.
+
+    >>> edoebe_transition(2, 2, 0.1)
+    array([[0.9, 0. , 0.1, 0. ],
+           [0. , 0.9, 0. , 0.1],
+           [0.1, 0. , 0.9, 0. ],
+           [0. , 0.1, 0. , 0.9]])
+
+    """
+    if not 0.0 <= delta * (n_levels - 1) < 1.0:
+        raise ValueError(
+            f"delta={delta!r} with {n_levels} levels leaves no mass on the diagonal; "
+            f"need 0 <= delta < {1.0 / max(n_levels - 1, 1)!r}"
+        )
+    block = np.full((n_levels, n_levels), delta)
+    np.fill_diagonal(block, 1.0 - (n_levels - 1) * delta)
+    return np.kron(block, np.eye(n_members))
+
+
+def twin_members(members: list[Member], levels) -> list[Member]:
+    """The E-DOEBE's blocks: one copy of every member per random-walk level (the last level is
+    the static one), each with its own basis; :func:`edoebe_transition` switches between them."""
+    return [
+        dataclasses.replace(m, basis=copy.deepcopy(m.basis), var_rw=level)
+        for level in levels
+        for m in members
+    ]
 
 
 def sparse_transition(Q: np.ndarray):
@@ -86,7 +151,7 @@ class Engine:
          "_cache_z")
     )
 
-    def __init__(self, members: list[MemberSpec], transition=None, weight_floor: float = 0.0):
+    def __init__(self, members: list[Member], transition=None, weight_floor: float = 0.0):
         if not members:
             raise ValueError("an ensemble needs at least one member")
         self.members = members
@@ -130,7 +195,7 @@ class Engine:
             idx = np.arange(self.F[k])
             vt = self.var_theta[k]
             self._C[k, idx, idx] = math.sqrt(vt) if self.static[k] else vt
-        # the update owed since the last learn (see filtering.predict_stack)
+        # the update owed since the last learn (see kernels.stack.predict_stack)
         self.pvec = np.zeros((M, Fmax))
         self.pc = np.zeros(M)
         self.pg = np.zeros(M)
@@ -183,7 +248,7 @@ class Engine:
             return
         if self.M > 1:
             if self.transition is not None:
-                filtering.switch_log_weights(self.log_w, *self.transition, self.log_prior)
+                switch_log_weights(self.log_w, *self.transition, self.log_prior)
             else:
                 self.log_prior[:] = self.log_w
             np.greater(self.log_prior, -np.inf, out=self.active)
@@ -195,7 +260,7 @@ class Engine:
         self._cache_z = key
 
     def _sweep(self) -> int:
-        return filtering.predict_stack(
+        return predict_stack(
             self.Phi, self.F, self.static, self._mu, self._C, self.var_rw,
             self._predict_var_eps(), self.active, self.V, self.E, self.mean, self.var, self.pvec,
             self.pc, self.pg, self.pend, self.status,
@@ -219,7 +284,7 @@ class Engine:
             if attempt == 0:
                 for k in bad.tolist():
                     f = int(self.F[k])
-                    self._C[k, :f, :f] = filtering.repair_covariance(self._C[k, :f, :f])
+                    self._C[k, :f, :f] = repair_covariance(self._C[k, :f, :f])
                 if not self._sweep():
                     return
         q = self.var[bad] - self._predict_var_eps()[bad]
@@ -236,7 +301,7 @@ class Engine:
     def _update_members(self, y) -> int:
         """Fold the target into every live member; writes ``self.loglik``; 0 or a member + 1
         that refused the sample (nothing changed then)."""
-        return filtering.gaussian_update(
+        return gaussian_update(
             self.F, self.static, self._mu, self.V, self.mean, self.var, self.var_theta,
             self.var_eps, y, self.active, self.loglik, self.pc, self.pg, self.pend,
             self.n_filtered,
@@ -247,7 +312,7 @@ class Engine:
         self._prepare(z)
         if self.M == 1:
             return float(self.mean[0]), float(self.var[0])
-        return filtering.mixture_moments(self.log_prior, self.mean, self.var)
+        return mixture_moments(self.log_prior, self.mean, self.var)
 
     def member_predictions(self, z: np.ndarray):
         """Per-member predictive means and variances (NaN for dropped members) and the weights
@@ -269,7 +334,7 @@ class Engine:
     def log_density(self, z: np.ndarray, y: float) -> float:
         """Exact log density of ``y`` under the predictive mixture (before learning ``y``)."""
         self._prepare(z)
-        return filtering.mixture_log_density(self.log_prior, self.mean, self.var, y)
+        return mixture_log_density(self.log_prior, self.mean, self.var, y)
 
     def learn(self, z: np.ndarray, y) -> None:
         """Fold ``(z, y)`` into every live member and into the weights."""
@@ -285,7 +350,7 @@ class Engine:
         if self.M == 1:
             self.log_evidence += float(self.loglik[0])
         else:
-            lse = filtering.bma_log_weights(
+            lse = bma_log_weights(
                 self.log_prior, self.loglik, self.log_floor, self.new_log_w
             )
             self.log_w, self.new_log_w = self.new_log_w, self.log_w
@@ -354,7 +419,7 @@ class Engine:
         """Copies of the means and covariance factors with every owed update applied."""
         mu, C = self._mu.copy(), self._C.copy()
         if self.pend.any():
-            filtering.flush_stack(self.F, self.static, mu, C, self.var_rw, np.zeros_like(mu),
+            flush_stack(self.F, self.static, mu, C, self.var_rw, np.zeros_like(mu),
                                   self.pvec, self.pc, self.pg, self.pend.copy())
         return mu, C
 
@@ -433,3 +498,70 @@ class Engine:
             ]
         if "_mu" in state:
             self._allocate_scratch()
+
+
+class LogisticEngine(Engine):
+    """The member stack of :class:`Engine` with a Bernoulli-logistic likelihood.
+
+    Members are given as :class:`Member` records whose ``var_eps`` is ignored (a
+    Bernoulli likelihood has no noise variance). Labels enter as codes ``0``/``1``.
+
+    Per member and step: the latent predictive ``N(a, s2)`` comes from the Gaussian predict kernel
+    with ``var_eps = 0``; the member's predictive is ``p(y = 1) = sigmoid(a / sqrt(1 + pi s2 / 8))``
+    and its log predictive of the observed label is what the weights use; the update is the
+    one-sample Laplace step of :func:`river_doebe.kernels.logistic.laplace_update_stack`.
+    """
+
+    _positive_params = ("var_theta",)
+    _scratch = Engine._scratch | {"logit", "_t", "_lam"}
+
+    def __init__(self, members: list[Member], transition=None, weight_floor: float = 0.0):
+        members = [dataclasses.replace(m, var_eps=0.0) for m in members]
+        super().__init__(members, transition, weight_floor)
+
+    def _allocate_scratch(self) -> None:
+        super()._allocate_scratch()
+        self.logit = np.zeros(self.M)
+        self._t = np.zeros(self.M)
+        self._lam = np.zeros(self.M)
+
+    def _predict_var_eps(self) -> np.ndarray:
+        return self.var_eps  # zeros: the predict sweep gives the latent predictive N(a, s2)
+
+    def _predict_extra(self) -> None:
+        probit_logits(self.mean, self.var, self.active, self.logit)
+
+    def _update_members(self, code: int) -> int:
+        """Laplace step of every live member; writes ``self.loglik``."""
+        return laplace_update_stack(
+            self.F, self.static, self._mu, self.V, self.mean, self.var, self.logit,
+            self.var_theta, code, self.active, self.loglik, self.pc, self.pg, self.pend,
+            self.n_filtered, self._t, self._lam,
+        )
+
+    # ------------------------------------------------------------------ classifier views
+    def predict_proba(self, z: np.ndarray) -> tuple[float, float]:
+        """``(p(code 0), p(code 1))`` of the weighted stack, before learning the label of ``z``."""
+        self._prepare(z)
+        return mixture_proba(self.log_prior, self.logit)
+
+    def member_probas(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each member's ``(p(code 0), p(code 1))`` as an ``(M, 2)`` array (NaN rows for dropped
+        members) and the weights used for the prediction for ``z``."""
+        from scipy.special import expit
+
+        self._prepare(z)
+        P = expit(np.stack([-self.logit, self.logit], axis=1))
+        P[~self.active] = np.nan
+        return P, np.exp(self.log_prior)
+
+    def flip(self) -> None:
+        """Swap the meaning of the codes 0 and 1.
+
+        With a zero-mean prior the logistic filter is symmetric under ``theta -> -theta``,
+        ``y -> 1 - y``: negating the means (and the cached latent means) is an exact relabelling.
+        """
+        self._mu *= -1.0
+        self.pg *= -1.0  # a static member's owed mean step flips with its mean
+        self.mean *= -1.0
+        self.logit *= -1.0

@@ -1,4 +1,4 @@
-"""Numba kernels of the online filter and of the ensemble weights. Nothing river-specific here.
+"""The member stack: covariance forms, the predict sweep and the owed updates. Numba, no river.
 
 A *stack* holds ``M`` Bayesian linear learners of possibly different feature counts ``F[m]``,
 zero-padded to ``F_max``: means ``mu (M, F_max)`` and covariance factors ``C (M, F_max,
@@ -10,7 +10,7 @@ walk of variance ``var_rw`` on the weights), ``Sigma_pred = Sigma + var_rw I``:
 - predict: ``v = Sigma_pred phi``; ``mean = phi' mu``; ``var = phi' v + var_eps``
 - update with a likelihood step that gives a gain ``g`` and a curvature ``c``:
   ``mu += v g``; ``Sigma = Sigma_pred - c v v'``. The Gaussian likelihood has ``g = (y - mean) /
-  var`` and ``c = 1 / var``; the logistic one (:mod:`river_doebe._logistic`) its Laplace step.
+  var`` and ``c = 1 / var``; the logistic one its Laplace step.
 
 **Two covariance forms.** The standard form above subtracts ``c v v'``, which cancels badly when
 ``c v v'`` is nearly ``Sigma_pred`` in some direction (unscaled inputs such as timestamps, or a
@@ -41,10 +41,6 @@ The arithmetic is exactly the same whether a pending update is applied inside a 
 on its own (:func:`flush_stack`), so *when* it is applied never changes any later number: a model
 may be pickled, copied or inspected at any time.
 
-Ensemble weights are kept as logs. A switching step (paper Eq. 8) with a row-stochastic ``Q``
-stored sparse in compressed-column form computes ``log w_new[j] = logsumexp_i(log w[i] + log
-Q[i, j])`` exactly in the log domain.
-
 References
 ----------
 [^1]: Carlson, N. A. (1973). Fast triangular formulation of the square root filter. AIAA Journal,
@@ -58,19 +54,7 @@ import math
 import numba
 import numpy as np
 
-__all__ = [
-    "predict_stack",
-    "flush_stack",
-    "gaussian_update",
-    "repair_covariance",
-    "switch_log_weights",
-    "bma_log_weights",
-    "mixture_moments",
-    "mixture_log_density",
-    "LOG_2PI",
-]
-
-LOG_2PI = math.log(2.0 * math.pi)
+__all__ = ["flush_stack", "predict_stack", "record_update", "repair_covariance", "step_is_finite"]
 
 #: a dynamic member's ``phi' Sigma_pred phi`` may fall short of ``var_rw |phi|^2`` by this
 #: relative amount (rounding) before its covariance counts as broken
@@ -226,43 +210,8 @@ def flush_stack(F, static, mu, C, var_rw, E, pvec, pc, pg, pend):
             _dynamic_sweep(F[m], True, False, mu[m], C[m], mu[m], pvec[m], var_rw[m])
 
 
-@numba.njit(cache=True)
-def gaussian_update(F, static, mu, V, mean, var, var_theta, var_eps, y, active, loglik, pc, pg,
-                    pend, n_filtered):
-    """Fold ``y`` into every active member with a Gaussian likelihood; record the owed updates.
-
-    Every active member is checked first: a residual, gain or mean step that would not be finite
-    returns ``m + 1`` for the first such member and changes nothing. Otherwise writes
-    ``loglik[m] = log N(y; mean[m], var[m])`` (``-inf`` for inactive members), updates the means
-    of dynamic members, turns ``V[m]`` into the owed factor (the caller keeps it as ``pvec``:
-    ``v sqrt(c)`` for dynamic members, ``f`` for static ones) and returns 0.
-    """
-    M = mu.shape[0]
-    for m in range(M):
-        if not active[m]:
-            continue
-        s = var[m]
-        r = y - mean[m]
-        g = r / s
-        if not (math.isfinite(r) and math.isfinite(g)):
-            return m + 1
-        if not _step_ok(F[m], static[m], mu[m], V[m], s - var_eps[m], var_theta[m], g):
-            return m + 1
-    for m in range(M):
-        if not active[m]:
-            loglik[m] = -np.inf
-            continue
-        s = var[m]
-        r = y - mean[m]
-        loglik[m] = -0.5 * (LOG_2PI + math.log(s) + r * r / s)
-        _record(F[m], static[m], mu[m], V[m], r / s, 1.0 / s, var_eps[m], pc, pg, m)
-        pend[m] = True
-        n_filtered[m] += 1
-    return 0
-
-
 @numba.njit(cache=True, inline="always")
-def _step_ok(f, is_static, mu, v, q, var_theta, g):
+def step_is_finite(f, is_static, mu, v, q, var_theta, g):
     """Whether the mean step ``mu += Sigma_pred phi g`` stays finite. For a static member
     ``Sigma_pred phi`` is not at hand, but ``Sigma <= var_theta I`` bounds it by
     ``sqrt(var_theta q)`` with ``q = |U' phi|^2``."""
@@ -275,7 +224,7 @@ def _step_ok(f, is_static, mu, v, q, var_theta, g):
 
 
 @numba.njit(cache=True, inline="always")
-def _record(f, is_static, mu, v, g, c, alpha0, pc, pg, m):
+def record_update(f, is_static, mu, v, g, c, alpha0, pc, pg, m):
     """Record member ``m``'s owed update for gain ``g`` and curvature ``c`` (``alpha0 = 1/c -
     |f|^2`` for a static member, computed by the likelihood without cancellation)."""
     if is_static:
@@ -302,122 +251,3 @@ def repair_covariance(S):
     return 0.5 * (R + R.T)
 
 
-@numba.njit(cache=True)
-def switch_log_weights(log_w, indptr, indices, log_q, out):
-    """``out[j] = logsumexp_i(log_w[i] + log_q)`` over the stored entries ``(i, j)`` of ``Q``."""
-    M = log_w.shape[0]
-    for j in range(M):
-        hi = -np.inf
-        for p in range(indptr[j], indptr[j + 1]):
-            t = log_w[indices[p]] + log_q[p]
-            if t > hi:
-                hi = t
-        if hi == -np.inf:
-            out[j] = -np.inf
-            continue
-        acc = 0.0
-        for p in range(indptr[j], indptr[j + 1]):
-            t = log_w[indices[p]] + log_q[p]
-            if t > -np.inf:
-                acc += math.exp(t - hi)
-        out[j] = hi + math.log(acc)
-
-
-@numba.njit(cache=True)
-def bma_log_weights(log_prior, loglik, log_floor, out):
-    """Posterior log weights ``log_prior + loglik``, renormalised; below ``log_floor`` -> -inf.
-
-    Returns the log predictive density of the mixture, ``logsumexp(log_prior + loglik)``.
-    """
-    M = log_prior.shape[0]
-    hi = -np.inf
-    for m in range(M):
-        t = log_prior[m] + loglik[m]
-        out[m] = t
-        if t > hi:
-            hi = t
-    if hi == -np.inf:
-        # every member gave zero likelihood: keep the prior (nothing can be learnt from y)
-        for m in range(M):
-            out[m] = log_prior[m]
-        return -np.inf
-    acc = 0.0
-    for m in range(M):
-        if out[m] > -np.inf:
-            acc += math.exp(out[m] - hi)
-    lse = hi + math.log(acc)
-    for m in range(M):
-        out[m] -= lse
-    if log_floor > -np.inf:
-        # zero the weights below the floor, then renormalise the survivors
-        hi2 = -np.inf
-        for m in range(M):
-            if out[m] < log_floor:
-                out[m] = -np.inf
-            elif out[m] > hi2:
-                hi2 = out[m]
-        acc = 0.0
-        for m in range(M):
-            if out[m] > -np.inf:
-                acc += math.exp(out[m] - hi2)
-        lse2 = hi2 + math.log(acc)
-        for m in range(M):
-            out[m] -= lse2
-    return lse
-
-
-@numba.njit(cache=True)
-def mixture_moments(log_w, mean, var):
-    """Moment-matched mixture: ``(sum w m, sum w (v + (m - mean)^2))`` over members with w > 0."""
-    M = log_w.shape[0]
-    hi = -np.inf
-    for m in range(M):
-        if log_w[m] > hi:
-            hi = log_w[m]
-    tot = 0.0
-    mu = 0.0
-    for m in range(M):
-        if log_w[m] > -np.inf:
-            w = math.exp(log_w[m] - hi)
-            tot += w
-            mu += w * mean[m]
-    mu /= tot
-    v = 0.0
-    for m in range(M):
-        if log_w[m] > -np.inf:
-            w = math.exp(log_w[m] - hi) / tot
-            d = mean[m] - mu
-            v += w * (var[m] + d * d)
-    return mu, v
-
-
-@numba.njit(cache=True)
-def mixture_log_density(log_w, mean, var, y):
-    """Exact log density of ``y`` under the Gaussian mixture ``sum_m w_m N(mean_m, var_m)``."""
-    M = log_w.shape[0]
-    hi = -np.inf
-    terms = np.empty(M)
-    for m in range(M):
-        if log_w[m] > -np.inf:
-            r = y - mean[m]
-            terms[m] = log_w[m] - 0.5 * (LOG_2PI + math.log(var[m]) + r * r / var[m])
-        else:
-            terms[m] = -np.inf
-        if terms[m] > hi:
-            hi = terms[m]
-    if hi == -np.inf:
-        return -np.inf
-    acc = 0.0
-    for m in range(M):
-        if terms[m] > -np.inf:
-            acc += math.exp(terms[m] - hi)
-    # log_w may be unnormalised: subtract its own logsumexp
-    hw = -np.inf
-    for m in range(M):
-        if log_w[m] > hw:
-            hw = log_w[m]
-    accw = 0.0
-    for m in range(M):
-        if log_w[m] > -np.inf:
-            accw += math.exp(log_w[m] - hw)
-    return hi + math.log(acc) - (hw + math.log(accw))

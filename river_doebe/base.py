@@ -1,0 +1,412 @@
+"""The river face of the array estimators: the input policy and the learn/predict plumbing.
+
+:class:`ArrayEstimator` is task-neutral: it turns dicts and DataFrames into arrays under the
+input policy (:mod:`river_doebe._schema`), builds the engine (:mod:`river_doebe.engine`) at the
+first sample learnt, grows it when new features arrive, predicts without fixing anything before,
+and reports a sample the filters refuse. :class:`ArrayRegressor` and :class:`ArrayClassifier` add
+the two tasks' river methods on top; every model of the package is one of them plus river's own
+``base.MiniBatchRegressor`` / ``base.MiniBatchClassifier``.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import numbers
+import warnings
+
+import numpy as np
+
+from river_doebe._schema import Schema, check_frame, check_target, check_targets
+from river_doebe.distributions import GaussianMixture, gaussian
+from river_doebe.engine import Engine, FilterError
+from river_doebe.labels import Labels, argmax, check_label, same_label
+
+__all__ = ["ArrayClassifier", "ArrayEstimator", "ArrayRegressor"]
+
+
+class ArrayEstimator:
+    """The river face shared by every estimator of the package, for both tasks.
+
+    The input policy (see :mod:`river_doebe._schema`): the first sample learnt fixes the schema
+    and calls ``_on_schema`` (by default: build the engine with ``_make_engine`` and set it up);
+    a later sample with new features grows it (``_grow``) while ``_schema_is_free()``, else the
+    new features are ignored with one warning each. Predictions never change the schema: before
+    the first sample is learnt they come from a throwaway copy (the prior predictive). Every
+    river method goes through the array hooks ``_predict_z``, ``_learn_z`` and
+    ``_log_density_z``, which a model that transforms arrays or targets (the warm-up E-DOEBE)
+    overrides. A sample the filters refuse (:class:`river_doebe.engine.FilterError`) is
+    reported naming its largest input, with the model unchanged.
+    """
+
+    _engine: Engine | None = None
+    _schema: Schema | None = None
+    _ignored: frozenset = frozenset()
+
+    # hooks ---------------------------------------------------------------
+    def _make_engine(self, n_inputs: int) -> Engine:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _on_schema(self, schema: Schema) -> None:
+        engine = self._make_engine(len(schema))
+        engine.setup(len(schema))
+        self._engine = engine
+
+    def _schema_is_free(self) -> bool:
+        """Whether a new feature may still join the schema."""
+        return self._engine is None or self._engine.can_grow
+
+    def _fixed_because(self) -> str:
+        """Why the schema no longer grows, for the warning."""
+        rigid = sorted(
+            {type(m.basis).__name__ for m in self._engine.members if not m.basis.can_grow}
+        )
+        return f"the basis {', '.join(rigid)} cannot take new inputs exactly"
+
+    def _grow(self, n_inputs: int) -> None:
+        self._engine.grow(n_inputs)
+
+    # dict / frame -> array -----------------------------------------------
+    def _learn_array(self, x: dict):
+        """The sample as an array for learning, and an undo for a schema that had to grow (a
+        callable, or None): the caller undoes the growth if the sample is then refused."""
+        schema = self._schema
+        if schema is None:
+            schema = Schema.from_sample(x)
+            z = schema.to_array(x)
+            undo = self._snapshot()
+            self._on_schema(schema)
+            self._schema = schema
+            return z, undo
+        z, new = schema.to_array_and_new(x)
+        if not new:
+            return z, None
+        if not self._schema_is_free():
+            self._ignore(new)
+            return z, None
+        grown = schema.extend(new)
+        z = grown.to_array(x)  # the new values are validated before anything changes
+        undo = self._snapshot()
+        self._grow(len(grown))
+        self._schema = grown
+        return z, undo
+
+    def _snapshot(self):
+        """A callable that puts the model's state back as it is now (rarely needed: a sample
+        that grew the schema and was then refused)."""
+        saved = copy.deepcopy(self.__dict__)
+
+        def restore():
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+
+        return restore
+
+    def _ignore(self, names) -> None:
+        fresh = [n for n in names if n not in self._ignored]
+        if fresh:
+            warnings.warn(
+                f"{type(self).__name__}: feature(s) {fresh} are not in the input schema, which "
+                f"no longer grows ({self._fixed_because()}); they are ignored",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+            self._ignored = self._ignored | frozenset(fresh)
+
+    def _predict_array(self, x: dict) -> np.ndarray | None:
+        """The sample as an array for predicting (``None`` before any schema)."""
+        if self._schema is None:
+            if not isinstance(x, dict):
+                raise TypeError(f"expected a dict of features, got {type(x).__name__}")
+            return None
+        return self._schema.to_array(x)
+
+    def _ghost(self, names):
+        """A fresh copy of the model with the schema ``names`` and nothing learnt: what the
+        model predicts before it has learnt anything (its prior predictive), without fixing
+        its own schema."""
+        ghost = self.clone()
+        schema = Schema(names)
+        ghost._on_schema(schema)
+        ghost._schema = schema
+        return ghost
+
+    def _frame_for_learning(self, X):
+        """The DataFrame ``X`` as an array for learning, and a callable that commits the schema
+        (fixed, grown or with ignored columns) once everything has been validated."""
+        check_frame(X)
+        schema = self._schema
+        if schema is None:
+            if X.shape[1] == 0:
+                raise ValueError("the batch has no features, so no input schema can be fixed")
+            schema = Schema(X.columns)
+            Z = schema.frame_to_array(X)
+
+            def commit():
+                self._on_schema(schema)
+                self._schema = schema
+
+            return Z, commit
+        new = schema.frame_new_names(X)
+        if new and self._schema_is_free():
+            grown = schema.extend(new)
+            Z = grown.frame_to_array(X)
+
+            def commit():
+                self._grow(len(grown))
+                self._schema = grown
+
+            return Z, commit
+        Z = schema.frame_to_array(X)
+        return Z, (lambda: self._ignore(new)) if new else (lambda: None)
+
+    def _refused(self, err: FilterError, x: dict, what: str) -> FilterError:
+        """The engine's refusal, reworded for the user: what was refused, and the input most
+        likely to blame."""
+        largest = None
+        for name, v in x.items():
+            if isinstance(v, numbers.Real) and (largest is None or abs(v) > abs(largest[1])):
+                largest = (name, v)
+        hint = f"; its largest input is {largest[0]!r} = {largest[1]!r}" if largest else ""
+        return FilterError(
+            f"{type(self).__name__} cannot {what} this sample safely ({err}){hint}. The model "
+            "is unchanged; scale the inputs (e.g. preprocessing.StandardScaler) or drop the "
+            "sample"
+        )
+
+    def clone(self, new_params: dict | None = None, include_attributes: bool = False):
+        # river's Base.clone looks at the first item of every tuple parameter, which fails on an
+        # empty one (``rw_variances=()``): clone with a stand-in, then restore the value
+        empty = [k for k, v in self._get_params().items() if isinstance(v, tuple) and not v]
+        stand_in = {k: [] for k in empty if k not in (new_params or {})}
+        clone = super().clone({**stand_in, **(new_params or {})}, include_attributes)
+        for k in stand_in:
+            setattr(clone, k, ())
+        return clone
+
+    @property
+    def n_samples_seen(self) -> int:
+        """How many samples the model has learnt from."""
+        return 0 if self._engine is None else self._engine.n_updates
+
+
+class ArrayRegressor(ArrayEstimator):
+    """The regression face: float targets, Gaussian or mixture predictive distributions.
+
+    Array hooks (``z`` a sample's array, ``y`` its target): ``_predict_z(z) -> (mean, var)``,
+    ``_dist_z(z)``, ``_learn_z(z, y)`` and ``_log_density_z(z, y)``.
+    """
+
+    def _predict_z(self, z: np.ndarray) -> tuple[float, float]:
+        return self._engine.predict(z)
+
+    def _learn_z(self, z: np.ndarray, y: float) -> None:
+        self._engine.learn(z, y)
+
+    def _log_density_z(self, z: np.ndarray, y: float) -> float:
+        return self._engine.log_density(z, y)
+
+    # river API -----------------------------------------------------------
+    def predict_one(self, x: dict, with_dist: bool = False):
+        z = self._predict_array(x)
+        if z is None:
+            return self._ghost(x.keys()).predict_one(x, with_dist=with_dist)
+        try:
+            if with_dist:
+                return self._dist_z(z)
+            return self._predict_z(z)[0]
+        except FilterError as err:
+            raise self._refused(err, x, "predict") from None
+
+    def learn_one(self, x: dict, y: float) -> None:
+        y = check_target(y)
+        z, undo = self._learn_array(x)
+        try:
+            self._learn_z(z, y)
+        except FilterError as err:
+            if undo is not None:
+                undo()
+            raise self._refused(err, x, "learn") from None
+
+    def learn_many(self, X, y) -> None:
+        """Learn the rows of a DataFrame in order. Everything is validated first (the batch is
+        refused as a whole, with the model unchanged); a row the filters cannot take safely
+        raises :class:`river_doebe.engine.FilterError` naming its position, with the rows
+        before it learnt."""
+        ys = check_targets(y, len(X))
+        Z, commit = self._frame_for_learning(X)
+        commit()
+        for i in range(Z.shape[0]):
+            try:
+                self._learn_z(Z[i], float(ys[i]))
+            except FilterError as err:
+                raise FilterError(f"row {i} of the batch cannot be learnt safely ({err}); the "
+                                  f"{i} rows before it were learnt") from None
+
+    def predict_many(self, X):
+        import pandas as pd
+
+        check_frame(X)
+        if self._schema is None:
+            return self._ghost(X.columns).predict_many(X)
+        Z = self._schema.frame_to_array(X)
+        means = [self._predict_z(Z[i])[0] for i in range(Z.shape[0])]
+        return pd.Series(means, index=X.index, dtype=float)
+
+    def log_density_one(self, x: dict, y: float) -> float:
+        """Exact log density of ``y`` under the predictive for ``x``, before learning it.
+
+        For an ensemble this is the mixture density ``log sum_m w_m N(y; mean_m, var_m)``, which
+        is at least as high as the density of the moment-matched Gaussian of ``predict_one``.
+        """
+        y = check_target(y)
+        z = self._predict_array(x)
+        if z is None:
+            return self._ghost(x.keys()).log_density_one(x, y)
+        try:
+            return self._log_density_z(z, y)
+        except FilterError as err:
+            raise self._refused(err, x, "predict") from None
+
+    #: whether the predictive is the mixture of the members (the ensembles) or one Gaussian
+    _mixture_output = False
+
+    def _dist_z(self, z: np.ndarray):
+        """The predictive distribution for ``z``: a Gaussian, or an ensemble's mixture."""
+        if self._mixture_output:
+            w, means, variances, mean, var = self._engine.mixture(z)
+            return GaussianMixture._from_moments(w, means, variances, mean, var)
+        mean, var = self._predict_z(z)
+        return gaussian(mean, var)
+
+    def _member_view(self, z: np.ndarray):
+        """Each member's predictive ``(means, variances)`` and the weights for ``z``."""
+        return self._engine.member_predictions(z)
+
+
+class ArrayClassifier(ArrayEstimator):
+    """The classification face: two labels of any kind (:mod:`river_doebe.labels`), probabilities.
+
+    Subclasses build ``self._engine`` (a :class:`river_doebe.engine.LogisticEngine`). Labels are
+    coded 0/1; every river method goes through the array hooks ``_learn_z(z, code)`` and
+    ``_predict_proba_z(z) -> (p0, p1)``.
+    """
+
+    _label_state: Labels | None = None
+
+    @property
+    def _labels(self) -> Labels:
+        return self._label_state if self._label_state is not None else Labels()
+
+    def _commit(self, state: Labels, flip: bool) -> None:
+        if flip:
+            self._engine.flip()
+        self._label_state = state
+
+    def _predict_proba_z(self, z: np.ndarray) -> tuple[float, float]:
+        return self._engine.predict_proba(z)
+
+    def _learn_z(self, z: np.ndarray, code: int) -> None:
+        self._engine.learn(z, code)
+
+    def _member_view(self, z: np.ndarray):
+        """Each member's ``predict_proba_one`` dict and the weights for ``z``."""
+        P, w = self._engine.member_probas(z)
+        return [self._proba_dict(p0, p1) for p0, p1 in P.tolist()], w
+
+    # river API -----------------------------------------------------------
+    def learn_one(self, x: dict, y) -> None:
+        state, code, flip = self._labels.encode(y)
+        z, undo = self._learn_array(x)
+        if undo is None and state is not self._labels:
+            undo = self._snapshot()  # a new label (at most twice in a model's life)
+        self._commit(state, flip)
+        try:
+            self._learn_z(z, code)
+        except FilterError as err:
+            if undo is not None:
+                undo()
+            raise self._refused(err, x, "learn") from None
+
+    def learn_many(self, X, y) -> None:
+        """Learn the rows of a DataFrame in order; everything is validated first (see
+        :meth:`river_doebe.DOBE.learn_many`)."""
+        ys = y.tolist() if hasattr(y, "tolist") else list(y)
+        if len(ys) != len(X):
+            raise ValueError(f"got {len(X)} rows of features but {len(ys)} labels")
+        before = self._labels
+        state = before
+        for label in ys:
+            state, _, _ = state.encode(label)
+        Z, commit = self._frame_for_learning(X)
+        commit()
+        # learning the batch one by one would flip the earlier codes at most once, when the
+        # second label appears; by symmetry that equals flipping first and using the final codes
+        flip = len(before.labels) == 1 and state.encode(before.labels[0])[1] != before.code
+        self._commit(state, flip)
+        for i, label in enumerate(ys):
+            try:
+                self._learn_z(Z[i], state.encode(label)[1])
+            except FilterError as err:
+                raise FilterError(f"row {i} of the batch cannot be learnt safely ({err}); the "
+                                  f"{i} rows before it were learnt") from None
+
+    def _proba_dict(self, p0: float, p1: float) -> dict:
+        keys = self._labels.keys()
+        if keys is None:
+            return {self._labels.labels[0]: 1.0}
+        return {keys[0]: p0, keys[1]: p1}
+
+    def predict_proba_one(self, x: dict) -> dict:
+        z = self._predict_array(x)
+        if z is None:
+            return self._ghost(x.keys()).predict_proba_one(x)
+        try:
+            return self._proba_dict(*self._predict_proba_z(z))
+        except FilterError as err:
+            raise self._refused(err, x, "predict") from None
+
+    def predict_one(self, x: dict):
+        return argmax(self.predict_proba_one(x))
+
+    def log_density_one(self, x: dict, y) -> float:
+        """Log predictive probability of the label ``y`` for ``x``, before learning it.
+
+        For an ensemble this is ``log sum_m w_m p_m(y)``. ``y`` must be one of the labels that
+        :meth:`predict_proba_one` reports.
+        """
+        y = check_label(y)
+        proba = self.predict_proba_one(x)
+        for label, p in proba.items():
+            if same_label(label, y):
+                return math.log(p) if p > 0 else -math.inf
+        raise ValueError(f"{y!r} is not one of the labels {tuple(proba)!r} of this classifier")
+
+    def predict_proba_many(self, X):
+        import pandas as pd
+
+        check_frame(X)
+        if self._schema is None:
+            return self._ghost(X.columns).predict_proba_many(X)
+        Z = self._schema.frame_to_array(X)
+        P = np.array([self._predict_proba_z(Z[i]) for i in range(Z.shape[0])]).reshape(-1, 2)
+        keys = self._labels.keys()
+        if keys is None:
+            return pd.DataFrame({self._labels.labels[0]: 1.0}, index=X.index, dtype=float)
+        return pd.DataFrame({keys[0]: P[:, 0], keys[1]: P[:, 1]}, index=X.index)
+
+    def predict_many(self, X):
+        import pandas as pd
+
+        proba = self.predict_proba_many(X)
+        keys = list(proba.columns)
+        if len(keys) == 1:
+            return pd.Series([keys[0]] * len(proba), index=X.index)
+        P = proba.to_numpy()
+        labels = [keys[1] if p1 > p0 else keys[0] for p0, p1 in P]
+        return pd.Series(labels, index=X.index)
+
+    @property
+    def classes_(self) -> tuple:
+        """The labels learnt from so far: none, one, or the labels of codes 0 and 1."""
+        return self._labels.labels

@@ -1,0 +1,649 @@
+"""The E-DOEBE (paper Sec. 4.2): an ensemble of static and dynamic twins that warms itself up.
+
+:class:`BaseEDOEBE` holds everything the regressor and the classifier share: the twelve
+parameters and their checks, the blocks of random-walk levels and their switching matrix, the
+warm-up (fallback, window, the one pipeline of :func:`river_doebe.warmup.fit_ensemble`, a window
+that fails), ``describe``, ``finish_warmup`` and ``from_batch``. :class:`EDOEBE` and
+:class:`EDOEBEClassifier` add their task's face: the regressor standardises its target and
+answers in its units, the classifier codes its labels.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+from river import base
+
+from river_doebe._checks import (
+    check_bool,
+    check_int,
+    check_positive,
+    check_probability,
+    check_random_walk,
+    check_seed,
+    check_starts,
+    check_weight_floor,
+)
+from river_doebe._schema import Schema, check_frame, check_targets, column_values
+from river_doebe.base import ArrayClassifier, ArrayRegressor
+from river_doebe.distributions import GaussianMixture
+from river_doebe.engine import (
+    WEIGHT_FLOOR,
+    LogisticEngine,
+    Member,
+    edoebe_transition,
+    twin_members,
+)
+from river_doebe.ensemble import BaseEnsemble, check_models, member_records
+from river_doebe.labels import Labels
+from river_doebe.learner import DOBE, DOBEClassifier
+from river_doebe.warmup.fallback import Fallback
+from river_doebe.warmup.families import check_families
+
+__all__ = ["BaseEDOEBE", "EDOEBE", "EDOEBEClassifier"]
+
+
+def _batch(X, feature_names) -> tuple[np.ndarray, list]:
+    """A history for ``from_batch``: ``X`` as a float64 ``(n, D)`` array and the feature names
+    (a DataFrame's columns, else ``feature_names``, else ``x0``, ``x1``, ...)."""
+    columns = getattr(X, "columns", None)
+    if columns is not None:
+        check_frame(X)
+        if feature_names is not None:
+            raise ValueError("X is a DataFrame: its columns name the features, not feature_names")
+        names = list(columns)
+        X = np.column_stack([column_values(X, c) for c in columns]) if len(columns) else X
+    else:
+        names = None if feature_names is None else list(feature_names)
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[0] < 1:
+        raise ValueError(f"X must be a 2-D array (n, D) with at least one row, got {X.shape}")
+    if names is None:
+        names = [f"x{i}" for i in range(X.shape[1])]
+    if len(names) != X.shape[1]:
+        raise ValueError(
+            f"feature_names has {len(names)} names for the {X.shape[1]} columns of X"
+        )
+    Schema(names)  # refuses duplicates
+    return X, names
+
+
+def check_edoebe_params(model, kind: type, name: str) -> None:
+    """The checks an E-DOEBE (regressor or classifier) makes of its parameters."""
+    check_families(model.families)
+    check_int("n_warmup", model.n_warmup, 2)
+    check_int("n_samples", model.n_samples, 1)
+    if model.models is not None:
+        check_models(model.models, kind, name)
+    rw = model.rw_variances
+    if isinstance(rw, str | bytes) or not isinstance(rw, list | tuple | np.ndarray):
+        raise TypeError(f"rw_variances must be a tuple of positive numbers, got {rw!r}")
+    for v in rw:
+        check_positive("each of rw_variances", v)
+        # the warm-up fits var_theta up to 1e2 (explicit members have their own)
+        top = 1e2 if model.models is None else max(float(m.var_theta) for m in model.models)
+        check_random_walk(v, top, "each of rw_variances")
+    check_bool("static", model.static)
+    if not model.static and len(rw) == 0:
+        raise ValueError("no members: give rw_variances, or keep the static members")
+    check_probability("delta", model.delta)
+    edoebe_transition(1, len(model._levels()), float(model.delta))
+    check_seed(model.seed)
+    check_weight_floor(model.weight_floor)
+    check_starts(model.starts)
+    check_bool("replay", model.replay)
+    check_bool("verbose", model.verbose)
+
+
+class BaseEDOEBE(BaseEnsemble):
+    """The E-DOEBE of either task (see the module's docstring); ``task`` names it, and the
+    subclass gives the learner type of explicit ``models``."""
+
+    task = "regression"
+    _learner_type: type = DOBE
+
+    def __init__(
+        self,
+        families: list | None = None,
+        n_warmup: int = 1000,
+        n_samples: int = 5,
+        rw_variances: tuple = (1e-3,),
+        delta: float = 1e-2,
+        seed: int | None = None,
+        models: list | None = None,
+        weight_floor: float = WEIGHT_FLOOR,
+        starts: tuple = (0.1, 1.0, 10.0),
+        replay: bool = True,
+        verbose: bool = False,
+        static: bool = True,
+    ):
+        self.families = families
+        self.n_warmup = n_warmup
+        self.n_samples = n_samples
+        self.rw_variances = rw_variances
+        self.delta = delta
+        self.seed = seed
+        self.models = models
+        self.weight_floor = weight_floor
+        self.starts = starts
+        self.replay = replay
+        self.verbose = verbose
+        self.static = static
+        learner = self._learner_type
+        check_edoebe_params(self, learner, learner.__name__)
+        self._std = None
+        self._warm: Fallback | None = None
+        self._n_seen = 0
+
+    # ------------------------------------------------------------------ the member blocks
+    def _levels(self) -> list[float]:
+        """The random-walk variance of each block of members: the dynamic levels, then 0 for the
+        static block (when ``static``)."""
+        return [float(v) for v in self.rw_variances] + ([0.0] if self.static else [])
+
+    def _transition(self, n_members: int):
+        levels = len(self._levels())
+        return edoebe_transition(n_members // levels, levels, float(self.delta))
+
+    def _members_for(self, n_inputs: int) -> list[Member]:
+        """Explicit models: for each random-walk level a copy of every member, then the static
+        block."""
+        return twin_members(member_records(self.models, n_inputs), self._levels())
+
+    def _n_members_before(self) -> int:
+        return 1 if self.models is None else len(self.models) * len(self._levels())
+
+    @property
+    def members(self) -> list[Member]:
+        """The members (basis, variances, random walk, and where the warm-up found them), in
+        weight order: the dynamic twins first, the static members last."""
+        if self._engine is None and self.models is None:
+            raise RuntimeError("the ensemble has no members before its warm-up ends")
+        return super().members
+
+    # ------------------------------------------------------------------ the input schema
+    # free while the fallback learns, fixed by the members' fit
+    def _schema_is_free(self) -> bool:
+        if self.models is not None:
+            return super()._schema_is_free()
+        return self._engine is None
+
+    def _fixed_because(self) -> str:
+        if self.models is not None:
+            return super()._fixed_because()
+        return "the members were fitted on the warm-up window's inputs"
+
+    def _grow(self, n_inputs: int) -> None:
+        if self._engine is None:
+            self._warm.grow(n_inputs)
+        else:
+            super()._grow(n_inputs)
+
+    # ------------------------------------------------------------------ the warm-up
+    @property
+    def n_samples_seen(self) -> int:
+        """How many samples the model has learnt from (warm-up included)."""
+        return self._n_seen
+
+    @property
+    def is_warm(self) -> bool:
+        """Whether the warm-up is over (always true with explicit ``models`` once the first
+        sample has been seen)."""
+        return self._engine is not None
+
+    def _on_schema(self, schema) -> None:
+        if self.models is not None:
+            return super()._on_schema(schema)
+        self._warm = Fallback(len(schema), self.task)
+
+    def _warm_learn(self, z: np.ndarray, target) -> bool:
+        """Learn a sample during the warm-up (``True``) or leave it to the members (``False``)."""
+        self._n_seen += 1
+        if self._engine is not None:
+            return False
+        self._warm.learn(z, target)
+        if self._warm.keep_window and self._warm.n >= self.n_warmup:
+            self._end_warmup()
+        return True
+
+    def _end_warmup(self) -> None:
+        """Fit the members; if that fails on the window's data, say so once and go on with the
+        fallback, which then is the model (it keeps learning, and no longer keeps samples)."""
+        try:
+            self._finish_warmup()
+        except (RuntimeError, ValueError, ArithmeticError, np.linalg.LinAlgError) as err:
+            warnings.warn(
+                f"{type(self).__name__}: the warm-up failed on its window ({err}); the model "
+                "goes on with its warm-up fallback, which keeps learning",
+                RuntimeWarning,
+                stacklevel=5,
+            )
+            self._warm.drop_window()
+
+    def _finish_warmup(self) -> None:
+        from river_doebe.warmup.fit import fit_ensemble  # scipy's optimiser: only now
+
+        X, targets = self._warm.window()
+        names = self._schema.names if self._schema is not None else None
+        self._std, self._engine, _ = fit_ensemble(
+            X, targets, task=self.task, names=names, families=self.families,
+            n_samples=int(self.n_samples), levels=self._levels(), delta=float(self.delta),
+            weight_floor=float(self.weight_floor), starts=tuple(self.starts), seed=self.seed,
+            replay=bool(self.replay), verbose=bool(self.verbose),
+        )
+        self._warm_log_evidence = self._warm.log_evidence
+        self._warm = None
+
+    def finish_warmup(self):
+        """End the warm-up now, on the samples seen so far (at least 2), instead of at
+        ``n_warmup``. Useful when a stream is shorter than the window."""
+        if self._engine is not None:
+            return self
+        if self._warm is None or self._warm.n < 2:
+            raise RuntimeError("the warm-up needs at least 2 samples")
+        if not self._warm.keep_window:
+            raise RuntimeError("the warm-up failed already; the model is its fallback")
+        warnings.warn(
+            f"warm-up ended early on {self._warm.n} samples instead of {self.n_warmup}",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        self._finish_warmup()
+        return self
+
+    _warm_log_evidence = 0.0
+
+    @property
+    def log_evidence_(self) -> float:
+        """Sum of the log densities (probabilities) that the model gave to the targets it
+        learnt, before learning each: the fallback's during the warm-up, the ensemble's after
+        (the replay of the window through the members does not count)."""
+        if self._engine is None:
+            return 0.0 if self._warm is None else float(self._warm.log_evidence)
+        return float(self._warm_log_evidence + self._engine.log_evidence)
+
+    def describe(self) -> list[dict]:
+        """One dict per member: family, random-walk variance, variances, hyperparameters, mode,
+        and current weight (a classifier has no noise variance: none is reported)."""
+        if self._engine is None:
+            raise RuntimeError("the ensemble has no members before its warm-up ends")
+        out = []
+        for m, w in zip(self._engine.members, self._engine.weights, strict=True):
+            row = {
+                "family": type(m.basis).__name__,
+                "var_rw": m.var_rw,
+                "dynamic": m.var_rw > 0,
+                "var_theta": m.var_theta,
+                "var_eps": m.var_eps,
+                "hyper": dict(zip(m.basis.hyper_names(), m.basis.get_hyper().tolist())),
+                "mode_index": m.mode_index,
+                "is_mode": m.is_mode,
+                "weight": float(w),
+            }
+            if self.task == "classification":
+                del row["var_eps"]
+            out.append(row)
+        return out
+
+    # ------------------------------------------------------------------ from a history
+    @classmethod
+    def from_batch(cls, X, y, feature_names=None, **params):
+        """Warm an E-DOEBE up on a history ``X (n, D)``, ``y (n,)`` and return it, ready to
+        stream.
+
+        The features are named by ``X``'s columns when it is a DataFrame, else by
+        ``feature_names`` (default ``x0``, ``x1``, ...); the dicts of the stream must use those
+        names. ``params`` are the constructor's (``models`` excluded). The members are fitted on
+        the first ``n_warmup`` rows (by default all of them); the rest are learnt as a stream.
+        """
+        if params.get("models") is not None:
+            raise ValueError("from_batch warms a model up; explicit models need no warm-up")
+        X, names = _batch(X, feature_names)
+        n = X.shape[0]
+        if n < 2:
+            raise ValueError("from_batch needs at least 2 rows")
+        if not np.isfinite(X).all():
+            raise ValueError("X must be finite")
+        model = cls(**{"n_warmup": n, **params})
+        targets = model._batch_targets(y, n)
+        model._schema = Schema(names)
+        Z = X[:, [names.index(c) for c in model._schema.names]]
+        w = min(int(model.n_warmup), n)
+        model._warm = Fallback.from_window(Z[:w], targets[:w], cls.task)
+        model._n_seen = w
+        model._finish_warmup()
+        for z, t in zip(Z[w:], targets[w:]):
+            model._learn_z(z, t)
+        return model
+
+
+class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
+    """Ensemble of DOEBEs (paper Sec. 4.2): the drop-in model of river-doebe.
+
+    ``EDOEBE()`` needs no arguments. For its first ``n_warmup`` samples it predicts with its
+    warm-up fallback (:class:`river_doebe.warmup.Fallback`: a Bayesian average of a linear
+    regression and a nearest-neighbour predictor, which learns from the first sample) while it
+    keeps the window. At ``n_warmup`` it freezes a standardisation of ``x`` and ``y`` (mean and
+    standard deviation of the window), fits the hyperparameters of every basis family by
+    empirical Bayes from several starting length scales, draws ``n_samples - 1`` more members
+    around each mode from its Laplace approximation, gives every member a dynamic twin per
+    random-walk variance, replays the window through the members' filters and streams on. The
+    weights start uniform after the warm-up: the window's predictive densities are in-sample for
+    the fitted hyperparameters and would favour whichever family overfits it. Predictions and
+    distributions are in the original units of ``y``. If the fit fails on the window's data, the
+    model says so once and goes on with its fallback.
+
+    The weights switch with the block matrix of :func:`river_doebe.engine.edoebe_transition`: a
+    member moves to one of its own twins with probability ``delta`` each step, so a collapse of
+    the static/dynamic weights early in a stream can be undone later.
+
+    With ``models`` given, the warm-up is skipped: those members and their twins are used as
+    they are, on inputs and targets as given.
+
+{parameters}
+    Examples
+    --------
+
+    >>> from river import evaluate, metrics
+    >>> from river_doebe import EDOEBE
+    >>> from river_doebe.datasets import Friedman1
+
+    >>> model = EDOEBE(n_warmup=300, n_samples=2, seed=1)
+    >>> evaluate.progressive_val_score(Friedman1(n_samples=1500), model, metrics.R2())
+    R2: 0.9...
+    >>> len(model.members), sorted({m["family"] for m in model.describe()})
+    (36, ['HilbertGP', 'RBFNetwork', 'RandomFourierFeatures'])
+
+    The predictive distribution is the mixture of the members' Gaussians, in the units of ``y``;
+    its ``mu`` is the point prediction:
+
+    >>> x = {i: 0.5 for i in range(10)}
+    >>> dist = model.predict_one(x, with_dist=True)
+    >>> import math
+    >>> dist.mu == model.predict_one(x)
+    True
+    >>> math.isclose(dist.log_pdf(15.0), model.log_density_one(x, 15.0))
+    True
+
+    Explicit members, no warm-up: a dynamic twin of each member, then the static members.
+
+    >>> from river_doebe import DOBE
+    >>> from river_doebe.basis import Linear, RandomFourierFeatures
+    >>> ensemble = EDOEBE(
+    ...     models=[DOBE(Linear(), var_eps=0.5), DOBE(RandomFourierFeatures(20, seed=1))],
+    ...     rw_variances=(1e-3,),
+    ... )
+    >>> ensemble.learn_one({"a": 0.3, "b": -1.0}, 2.0)
+    >>> for m in ensemble.members:
+    ...     print(type(m.basis).__name__, m.var_rw)
+    Linear 0.001
+    RandomFourierFeatures 0.001
+    Linear 0.0
+    RandomFourierFeatures 0.0
+
+    References
+    ----------
+    [^1]: Waxman, D. and Djuric, P. M. (2024). Dynamic Online Ensembles of Basis Expansions.
+        Transactions on Machine Learning Research.
+
+    """
+
+    def _standardised(self, z: np.ndarray) -> np.ndarray:
+        return z if self._std is None else self._std.x(z)
+
+    def _predict_z(self, z):
+        if self._engine is None:
+            return self._warm.predict(z)
+        mean, var = self._engine.predict(self._standardised(z))
+        return (mean, var) if self._std is None else self._std.y_back(mean, var)
+
+    def _dist_z(self, z):
+        if self._engine is None:
+            w, means, variances = self._warm.mixture(z)
+            return GaussianMixture._from_moments(w, means, variances, *self._warm.predict(z))
+        w, means, variances, mean, var = self._engine.mixture(self._standardised(z))
+        if self._std is None:
+            return GaussianMixture._from_moments(w, means, variances, mean, var)
+        return GaussianMixture._from_moments(
+            w, *self._std.y_back(means, variances), *self._std.y_back(mean, var)
+        )
+
+    def _learn_z(self, z, y):
+        if self._warm_learn(z, y):
+            return
+        if self._std is None:
+            self._engine.learn(z, y)
+        else:
+            self._engine.learn(self._std.x(z), self._std.y(y))
+
+    def _log_density_z(self, z, y):
+        if self._engine is None:
+            return self._warm.log_density(z, y)
+        if self._std is None:
+            return self._engine.log_density(z, y)
+        return float(
+            self._engine.log_density(self._std.x(z), self._std.y(y)) - math.log(self._std.y_scale)
+        )
+
+    def _batch_targets(self, y, n: int) -> np.ndarray:
+        return check_targets(y, n)
+
+    def member_predictions(self, x: dict):
+        """Each member's predictive ``(means, variances)`` for ``x`` in the units of the target,
+        and the weights that the ensemble's prediction uses (after switching). Dropped members
+        give NaN. Before the warm-up ends there are no members yet."""
+        z = self._predict_array(x)
+        if self._engine is None:
+            raise RuntimeError("the ensemble has no members before its warm-up ends")
+        mean, var, w = self._engine.member_predictions(self._standardised(z))
+        if self._std is None:
+            return mean, var, w
+        return *self._std.y_back(mean, var), w
+
+    @classmethod
+    def _unit_test_params(cls):
+        from river_doebe.basis import Linear, RandomFourierFeatures
+
+        yield {
+            "families": [RandomFourierFeatures(5, seed=1)],
+            "n_warmup": 20,
+            "n_samples": 2,
+            "starts": (1.0,),
+            "seed": 1,
+        }
+        yield {
+            "models": [DOBE(Linear(), var_eps=1.0), DOBE(RandomFourierFeatures(8, seed=3))],
+        }
+
+
+class EDOEBEClassifier(BaseEDOEBE, ArrayClassifier, base.MiniBatchClassifier):
+    """Ensemble of DOEBE classifiers (paper Sec. 4.2, App. A): the drop-in classifier.
+
+    ``EDOEBEClassifier()`` needs no arguments. For its first ``n_warmup`` samples it predicts
+    with its warm-up fallback (:class:`river_doebe.warmup.Fallback`: a Bayesian average of a
+    logistic regression and a nearest-neighbour predictor, which learns from the first sample)
+    while it keeps the window. At ``n_warmup`` it
+
+    1. freezes a standardisation of ``x`` (mean and standard deviation of the window; inputs
+       constant over the window are dropped with a warning; the labels are not transformed);
+    2. chooses the hyperparameters of every basis family by empirical Bayes on the window, with
+       the **Gaussian evidence of the labels coded as -1/+1**: length scales (and the other basis
+       hyperparameters) and ``var_theta`` are taken from the type-II maximum-likelihood fit of a
+       regression of those codes on the basis, from several starting length scales, plus
+       ``n_samples - 1`` draws per mode from its Laplace approximation (the same fit as the
+       regressor :class:`river_doebe.EDOEBE`; the fitted noise variance is not used, a Bernoulli
+       likelihood has none). The logistic evidence has no closed form, and the least-squares
+       fit to the +-1 codes is the usual cheap stand-in (it is the Gaussian-process
+       "label regression" criterion [^2]);
+    3. gives every member a dynamic twin for each random-walk variance, in a
+       :class:`~river_doebe.engine.LogisticEngine` with the E-DOEBE switching matrix, filters the
+       window through the members (``replay``) and streams on with frozen hyperparameters.
+
+    The weights switch with the block matrix of :func:`river_doebe.engine.edoebe_transition`: a
+    member moves to one of its own twins with probability ``delta`` each step.
+
+    The fallback's predictions count in :attr:`log_evidence_`. If the window holds one class
+    only, its labels say nothing about length scales (the evidence of a constant target pushes
+    them to their upper bound, which would leave nearly constant members): the ensemble is then
+    built, with a warning, from one member per family with the template's own hyperparameters
+    (fitted to the inputs only: HSGP boundaries, RBF centres) and ``var_theta = 1``, and learns
+    the boundary from the stream once the other class appears.
+
+    With ``models`` given, the warm-up is skipped: those members (their ``var_rw`` replaced by
+    the levels) and their twins are used as they are, on inputs as given. For ``M`` members
+    there are ``(R + 1) M`` of them: for each random-walk variance a dynamic copy of every
+    member, then the ``M`` static members.
+
+    Labels are any two hashable values, as for :class:`river_doebe.DOBEClassifier`.
+
+{parameters}
+    Examples
+    --------
+
+    >>> from river import datasets, evaluate, metrics
+    >>> from river_doebe import EDOEBEClassifier
+
+    >>> model = EDOEBEClassifier(n_warmup=300, n_samples=2, starts=(1.0,), seed=1)
+    >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
+    Accuracy: 90...%
+    >>> len(model.members), sorted({m["family"] for m in model.describe()})
+    (12, ['HilbertGP', 'RBFNetwork', 'RandomFourierFeatures'])
+
+    Explicit members, no warm-up (here behind river's own scaler):
+
+    >>> from river import preprocessing
+    >>> from river_doebe import DOBEClassifier
+    >>> from river_doebe.basis import Linear, RandomFourierFeatures
+
+    >>> ensemble = EDOEBEClassifier(
+    ...     models=[
+    ...         DOBEClassifier(Linear()),
+    ...         DOBEClassifier(RandomFourierFeatures(50, lengthscale=3.0, seed=1), var_theta=10.0),
+    ...     ],
+    ...     rw_variances=(1e-3,),
+    ... )
+    >>> model = preprocessing.StandardScaler() | ensemble
+    >>> evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
+    Accuracy: 89.60%
+    >>> [(type(m.basis).__name__, m.var_rw) for m in ensemble.members]
+    [('Linear', 0.001), ('RandomFourierFeatures', 0.001),
+     ('Linear', 0.0), ('RandomFourierFeatures', 0.0)]
+
+    References
+    ----------
+    [^1]: Waxman, D. and Djuric, P. M. (2024). Dynamic Online Ensembles of Basis Expansions.
+        Transactions on Machine Learning Research.
+    [^2]: Rasmussen, C. E. and Williams, C. K. I. (2006). Gaussian Processes for Machine
+        Learning, Sec. 6.5 (least-squares classification). MIT Press.
+
+    """
+
+    task = "classification"
+    _learner_type = DOBEClassifier
+    _engine_type = LogisticEngine
+
+    def _commit(self, state: Labels, flip: bool) -> None:
+        if flip:
+            (self._engine if self._engine is not None else self._warm).flip()
+        self._label_state = state
+
+    def _predict_proba_z(self, z: np.ndarray) -> tuple[float, float]:
+        if self._engine is None:
+            return self._warm.predict_proba(z)
+        if self._std is not None:
+            z = self._std.x(z)
+        return self._engine.predict_proba(z)
+
+    def _learn_z(self, z: np.ndarray, code: int) -> None:
+        if self._warm_learn(z, code):
+            return
+        if self._std is not None:
+            z = self._std.x(z)
+        self._engine.learn(z, code)
+
+    def _batch_targets(self, y, n: int) -> np.ndarray:
+        labels = y.tolist() if hasattr(y, "tolist") else list(y)
+        if len(labels) != n:
+            raise ValueError(f"got {n} rows of features but {len(labels)} labels")
+        state = self._labels
+        for label in labels:
+            state, _, _ = state.encode(label)
+        self._label_state = state
+        return np.array([state.encode(label)[1] for label in labels], dtype=np.int64)
+
+    def member_predictions(self, x: dict) -> tuple[list[dict], np.ndarray]:
+        """Each member's predictive probabilities for ``x`` (as ``predict_proba_one`` would give
+        them; NaN for dropped members) and the weights that the ensemble's prediction for ``x``
+        uses (after switching). Before the warm-up ends there are no members yet."""
+        z = self._predict_array(x)
+        if self._engine is None:
+            raise RuntimeError("the ensemble has no members before its warm-up ends")
+        return self._member_view(z if self._std is None else self._std.x(z))
+
+    @classmethod
+    def _unit_test_params(cls):
+        from river_doebe.basis import Linear, RandomFourierFeatures
+
+        yield {
+            "families": [RandomFourierFeatures(5, seed=1)],
+            "n_warmup": 20,
+            "n_samples": 2,
+            "starts": (1.0,),
+            "seed": 1,
+        }
+        yield {
+            "models": [
+                DOBEClassifier(Linear()),
+                DOBEClassifier(RandomFourierFeatures(8, seed=3), var_theta=5.0),
+            ],
+        }
+
+
+def _parameters(learner: str) -> str:
+    return _PARAMETERS.replace("{learner}", learner)
+
+
+_PARAMETERS = """    Parameters
+    ----------
+    families
+        The basis families: names (``"hsgp"``, ``"rff"``, ``"rbf"``, ``"poly"``, ``"linear"``,
+        see :data:`river_doebe.warmup.FAMILIES`) and/or basis templates whose hyperparameters
+        are fitted. ``None`` means the paper's Experiment 3 set, ``("hsgp", "rff", "rbf")``:
+        additive HSGP (about 100 features), random Fourier features (50 frequencies) and an RBF
+        network (100 centres), all with ARD length scales.
+    n_warmup
+        Length of the warm-up window.
+    n_samples
+        Members per mode: the empirical Bayes estimate and ``n_samples - 1`` draws.
+    rw_variances
+        The random-walk variances of the dynamic twins.
+    delta
+        Switching probability between twins.
+    seed
+        Seed of the random parts (random features, centres, draws); same seed, same ensemble.
+    models
+        Explicit members, as :class:`~river_doebe.{learner}` learners (skips the warm-up, see
+        above).
+    weight_floor
+        Posterior weights below it are zeroed before the next switching step, and their
+        members no longer updated (the paper: 1e-16; see :class:`river_doebe.DOEBE` for the
+        default 1e-100).
+    starts
+        Starting length scales of the optimiser, as multiples of each input's warm-up range.
+    replay
+        Whether the warm-up window is filtered through the members after the fit.
+    verbose
+        Print the progress of the warm-up.
+    static
+        Whether the static members are kept. With ``static=False`` and one random-walk level
+        the ensemble is the paper's DOE-X (every member dynamic, plain model averaging); with
+        ``rw_variances=()`` it is OE-X (every member static).
+"""
+
+# one Parameters section for both tasks (they take the same twelve parameters)
+EDOEBE.__doc__ = EDOEBE.__doc__.replace("{parameters}", _parameters("DOBE"))
+EDOEBEClassifier.__doc__ = EDOEBEClassifier.__doc__.replace(
+    "{parameters}", _parameters("DOBEClassifier")
+)

@@ -1,0 +1,15 @@
+"""The compiled layer: Numba kernels of the filters and the weights, nothing river-specific.
+
+Everything per sample that is ``O(M F^2)`` or ``O(M F)`` runs here, on arrays of a whole member
+stack; the engine (:mod:`river_doebe.engine`) only sequences the calls.
+
+- :mod:`~river_doebe.kernels.stack`: the covariance forms (a square root for static members, the
+  covariance itself for dynamic ones), the predict sweep and the lazily applied updates;
+- :mod:`~river_doebe.kernels.gaussian` and :mod:`~river_doebe.kernels.logistic`: the two
+  likelihoods side by side, each turning a target into per-member log-likelihoods and the gain and
+  curvature of the update it records;
+- :mod:`~river_doebe.kernels.weights`: switching and model-averaging steps of the log weights, and
+  the predictive mixture.
+
+The bases' featurisation kernels live with their bases (:mod:`river_doebe.basis`).
+"""

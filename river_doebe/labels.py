@@ -1,0 +1,110 @@
+"""The labels of a binary classifier: any two hashable values, coded 0 and 1.
+
+The first two distinct labels a classifier learns are mapped to the codes 0 and 1, in sorted
+order when they can be compared (so ``False``/``True`` and ``0``/``1`` keep their natural
+meaning), else in order of appearance; a third distinct label raises ``ValueError``. Like river's
+``linear_model.LogisticRegression``, the probabilities are reported for ``False`` and ``True``
+until two labels are known, unless the one label seen so far is not a ``bool``, in which case it
+is the only key (with probability 1). When the second label sorts before the first, the codes of
+the earlier labels flip: the engines turn that into an exact relabelling (``theta -> -theta``).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+__all__ = ["Labels", "argmax", "check_label", "same_label"]
+
+
+def _is_bool(y) -> bool:
+    return isinstance(y, bool | np.bool_)
+
+
+def check_label(y):
+    """Validate a class label; return it (numpy booleans become ``bool``)."""
+    if y is None:
+        raise ValueError("the label is None; labels must be hashable values such as bool or str")
+    if _is_bool(y):
+        return bool(y)
+    if isinstance(y, numbers.Real) and not math.isfinite(float(y)):
+        raise ValueError(f"the label is {y!r}; NaN and infinity are not accepted as labels")
+    try:
+        hash(y)
+    except TypeError:
+        raise TypeError(f"labels must be hashable, got a {type(y).__name__} ({y!r})") from None
+    return y
+
+
+def _ordered(first, second) -> bool:
+    """Whether the pair ``(first, second)`` swaps when sorted; order of appearance if the two
+    labels cannot be compared."""
+    try:
+        return bool(second < first)
+    except TypeError:
+        return False
+
+
+class Labels:
+    """The labels known to a binary classifier and their codes (a small, picklable value)."""
+
+    __slots__ = ("labels", "code")
+
+    def __init__(self, labels: tuple = (), code: int = 0):
+        self.labels = labels  # () / (one label) / (code-0 label, code-1 label)
+        self.code = code  # the code of the single label while only one is known
+
+    def __getstate__(self):
+        return self.labels, self.code
+
+    def __setstate__(self, state):
+        self.labels, self.code = state
+
+    def encode(self, y) -> tuple[Labels, int, bool]:
+        """``(new state, code of y, whether the codes of earlier labels flip)``; pure."""
+        y = check_label(y)
+        labels = self.labels
+        if not labels:
+            code = int(y) if _is_bool(y) else 0
+            return Labels((y,), code), code, False
+        if len(labels) == 2:
+            for code, known in enumerate(labels):
+                if same_label(known, y):
+                    return self, code, False
+            raise ValueError(
+                f"this classifier is binary and has seen the labels {labels[0]!r} and "
+                f"{labels[1]!r}; got a third label {y!r}"
+            )
+        (known,) = labels
+        if same_label(known, y):
+            return self, self.code, False
+        if _ordered(known, y):
+            return Labels((y, known)), 0, self.code != 1
+        return Labels((known, y)), 1, self.code != 0
+
+    def keys(self) -> tuple | None:
+        """The labels of codes 0 and 1 to report, or None when one non-bool label is known."""
+        if len(self.labels) == 2:
+            return self.labels
+        if not self.labels or _is_bool(self.labels[0]):
+            return (False, True)
+        return None
+
+
+def same_label(a, b) -> bool:
+    """Whether two labels are the same dictionary key."""
+    try:
+        return hash(a) == hash(b) and bool(a == b)
+    except (TypeError, ValueError):
+        return False
+
+
+def argmax(proba: dict):
+    """The most probable label; the first (code 0) on a tie, as ``predict_many`` does."""
+    best, best_p = None, -1.0
+    for label, p in proba.items():
+        if p > best_p:
+            best, best_p = label, p
+    return best

@@ -1,0 +1,607 @@
+"""Empirical Bayes for the warm-up: type-II maximum likelihood from several starts, and draws
+from the Laplace approximation around each mode (paper Sec. 4.1).
+
+On a warm-up batch ``(Z, y)`` and a basis template:
+
+1. :func:`fit_hyperparameters`: L-BFGS-B on the negative log evidence
+   (:func:`river_doebe.evidence.objective`) from several starting length scales ``s * range(z_d)``;
+   each start gives a :class:`Mode`;
+2. :func:`laplace_samples`: draws from ``N(u*, H^{-1})`` with ``H`` the Hessian of the negative log
+   evidence at the mode (or ``u* + N(0, 1e-3 I)`` for families where that Hessian is too costly);
+3. :func:`build_members`: the modes and their draws as a flat list of
+   :class:`river_doebe.engine.Member` records, what an ensemble's warm-up builds its learners from.
+
+BLAS runs single-threaded inside these functions: the matrices are small (``F ~ 100``), and
+several threads only fight over the cores.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import optimize
+from threadpoolctl import threadpool_limits
+
+from river_doebe.engine import Member
+from river_doebe.evidence import HyperLayout, _Objective, objective
+
+__all__ = [
+    "Mode",
+    "build_members",
+    "fit_hyperparameters",
+    "laplace_covariance",
+    "laplace_samples",
+    "repair_covariance",
+]
+
+
+def _single_threaded_blas(func):
+    """Run ``func`` with one BLAS thread: the fit works on F x F and N x F matrices (F ~ 100),
+    where several threads only fight over the cores (tens of times slower on a busy machine)."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        with threadpool_limits(limits=1):
+            return func(*args, **kwargs)
+
+    return wrapper
+
+
+# ====================================================================== modes
+
+
+@dataclass
+class Mode:
+    """One local optimum of the evidence (the result of one start).
+
+    Attributes
+    ----------
+    basis
+        The basis at the optimum (``template.with_hyper(psi*)``).
+    var_theta, var_eps
+        The optimal variances.
+    u
+        The optimum in unconstrained coordinates ``[log var_theta, log var_eps, psi*]``.
+    neg_log_evidence
+        ``-log p(y | u*)``.
+    success
+        The optimiser's convergence flag (a mode that ran out of iterations is kept, flagged).
+    message
+        The optimiser's message.
+    n_iter
+        Number of L-BFGS-B iterations.
+    start_scale
+        The ``s`` of the start that produced it (length scales started at ``s * range``).
+    layout
+        The :class:`HyperLayout` of ``u``.
+    """
+
+    basis: object
+    var_theta: float
+    var_eps: float
+    u: np.ndarray
+    neg_log_evidence: float
+    success: bool
+    message: str
+    n_iter: int
+    start_scale: float = float("nan")
+    layout: HyperLayout | None = field(default=None, repr=False)
+
+
+def _prepare(basis, Z, y, fit_basis):
+    Z = np.asarray(Z, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64).ravel()
+    if Z.ndim == 1:
+        Z = Z[:, None]
+    if Z.ndim != 2 or Z.shape[0] != y.shape[0]:
+        raise ValueError(f"Z must be (N, D) and y (N,), got {Z.shape} and {y.shape}")
+    if Z.shape[0] == 0:
+        raise ValueError("the warm-up batch is empty")
+    if not (np.all(np.isfinite(Z)) and np.all(np.isfinite(y))):
+        raise ValueError("the warm-up batch contains NaN or infinite values")
+    if fit_basis:
+        basis.fit(Z)
+    else:
+        basis.initialize(Z.shape[1])
+    return Z, y
+
+
+def _warn_degenerate(Z, y, n_features):
+    N = Z.shape[0]
+    if N < n_features:
+        warnings.warn(
+            f"warm-up batch has fewer samples ({N}) than features ({n_features}): the "
+            "evidence is weakly identified",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    if N > 1 and float(np.ptp(y)) == 0.0:
+        warnings.warn(
+            "warm-up target is constant: the noise and prior variances will go to their "
+            "lower bounds",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    const = np.flatnonzero(np.ptp(Z, axis=0) == 0.0) if N > 1 else np.arange(0)
+    if const.size:
+        warnings.warn(
+            f"warm-up inputs {const.tolist()} are constant: their length scales start from a "
+            "range of 1 and are not identified",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+
+@_single_threaded_blas
+def fit_hyperparameters(
+    basis,
+    Z,
+    y,
+    var_theta=1.0,
+    var_eps=0.25,
+    starts=(0.1, 1.0, 10.0),
+    bounds=(1e-6, 1e2),
+    maxiter=500,
+    seed=None,
+    fit_basis=True,
+    start_floor=None,
+):
+    """Type-II maximum likelihood of ``var_theta``, ``var_eps`` and the basis' hyperparameters
+    from several starts (paper Sec. 4.1).
+
+    Each start sets every log length scale of the basis to ``log(s * range(Z[:, d]))`` for ``s``
+    in ``starts`` (other basis parameters start at their current value, the variances at
+    ``var_theta`` and ``var_eps``) and runs L-BFGS-B with the analytic gradient. Each start gives
+    one :class:`Mode`; starts that coincide (a basis without length scales) are run once.
+
+    Parameters
+    ----------
+    basis
+        A :class:`~river_doebe.basis.Basis`; it is fitted to ``Z`` in place when ``fit_basis``.
+    Z
+        Warm-up inputs, shape ``(N, D)``.
+    y
+        Warm-up targets, shape ``(N,)``.
+    var_theta, var_eps
+        Starting variances.
+    starts
+        Multipliers ``s`` of the input ranges for the starting length scales.
+    bounds
+        ``(lo, hi)`` for the variances and the length scales (applied in log space).
+    maxiter
+        Maximum number of L-BFGS-B iterations per start.
+    seed
+        Seed of the random perturbation used to retry, once, the starts when every start failed.
+    fit_basis
+        Whether to call ``basis.fit(Z)`` first (data-dependent settings such as boundaries or
+        centres).
+    start_floor
+        Each start searches length scales of at least ``start_floor`` times its starting value
+        (``0``: only ``bounds``; ``None``: the basis family's own ``start_floor``, 0.1 for
+        random Fourier features and 0 for the others), so that the starts stay distinct modes
+        at their own scales: with the starts 0.1, 1 and 10 and ``0.1``, the widest start keeps
+        length scales of at least each input's warm-up range. Unbounded, every start may end at
+        the same short scales, and hyperparameters frozen after the warm-up cannot vouch for
+        variation on scales shorter than the window's spread once later inputs leave its box
+        (a random Fourier feature, which mixes every input, then responds with what is
+        effectively noise); the smooth mode is the one that extrapolates, and the ensemble's
+        weights choose between the modes on the stream.
+
+    Returns
+    -------
+    list of Mode
+        One per successful start, in the order of ``starts``.
+
+    Raises
+    ------
+    RuntimeError
+        If every start (and its retry) failed.
+
+    Warns
+    -----
+    RuntimeWarning
+        For a start that failed (skipped), did not converge (kept, ``success=False``) or did not
+        move from its starting point (kept: a flat evidence), and for degenerate warm-up data
+        (constant target or inputs, fewer samples than features).
+    """
+    Z, y = _prepare(basis, Z, y, fit_basis)
+    layout = HyperLayout.from_basis(basis, bounds)
+    obj = _Objective(basis, Z, y)
+    _warn_degenerate(Z, y, basis.n_outputs)
+
+    starts = tuple(float(s) for s in starts)
+    if not starts or any(not (np.isfinite(s) and s > 0) for s in starts):
+        raise ValueError(f"starts must be positive numbers, got {starts}")
+    if start_floor is None:
+        start_floor = basis.start_floor
+    start_floor = float(start_floor)
+    if not (math.isfinite(start_floor) and 0.0 <= start_floor <= 1.0):
+        raise ValueError(f"start_floor must be in [0, 1], got {start_floor!r}")
+    u0s, scales, layouts = [], [], []
+    for s in starts:
+        lay = layout.with_lengthscale_floor(Z, start_floor * s)
+        u0 = lay.start(basis, Z, var_theta, var_eps, s)
+        if not any(np.array_equal(u0, v) for v in u0s):
+            u0s.append(u0)
+            scales.append(s)
+            layouts.append(lay)
+
+    def run(u0, s, layout):
+        obj.n_failed, obj.last_error = 0, None
+        try:
+            res = optimize.minimize(
+                obj,
+                u0,
+                jac=True,
+                method="L-BFGS-B",
+                bounds=layout.scipy_bounds(),
+                options={"maxiter": int(maxiter)},
+            )
+        except Exception as err:  # noqa: BLE001 - any failure of a start is reported, not raised
+            return None, f"optimiser raised {type(err).__name__}: {err}"
+        x = np.asarray(res.x, dtype=np.float64)
+        if not np.all(np.isfinite(x)):
+            return None, "optimum has non-finite hyperparameters"
+        obj.last_error = None
+        f, _ = obj(x)  # re-evaluate: res.fun may be a penalty value
+        if obj.last_error is not None:
+            return None, f"evidence could not be evaluated at the optimum ({obj.last_error})"
+        vt, ve, psi = layout.unpack(x)
+        try:
+            fitted = basis.with_hyper(psi) if psi.size else basis
+        except Exception as err:  # noqa: BLE001
+            return None, f"with_hyper failed at the optimum: {err}"
+        if not (np.isfinite(vt) and np.isfinite(ve) and np.isfinite(f)):
+            return None, "non-finite variances or evidence at the optimum"
+        msg = res.message if isinstance(res.message, str) else str(res.message)
+        if res.success and int(res.nit) == 0:
+            warnings.warn(
+                f"start s={s:g} of {type(basis).__name__} did not move: the evidence is flat "
+                "there (e.g. features vanish at these length scales); keeping it as a mode",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        if not res.success:
+            warnings.warn(
+                f"start s={s:g} of {type(basis).__name__} did not converge ({msg}); keeping "
+                "the last iterate",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        return (
+            Mode(
+                basis=fitted,
+                var_theta=vt,
+                var_eps=ve,
+                u=x,
+                neg_log_evidence=float(f),
+                success=bool(res.success),
+                message=msg,
+                n_iter=int(res.nit),
+                start_scale=s,
+                layout=layout,
+            ),
+            None,
+        )
+
+    modes, failures = [], []
+    for u0, s, lay in zip(u0s, scales, layouts, strict=True):
+        mode, reason = run(u0, s, lay)
+        if mode is None:
+            warnings.warn(
+                f"start s={s:g} of {type(basis).__name__} failed and is skipped: {reason}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            failures.append(f"s={s:g}: {reason}")
+        else:
+            modes.append(mode)
+    if not modes:
+        rng = np.random.default_rng(seed)
+        for u0, s, lay in zip(u0s, scales, layouts, strict=True):
+            u1 = lay.clip(u0 + 0.5 * rng.standard_normal(u0.shape))
+            mode, reason = run(u1, s, lay)
+            if mode is not None:
+                modes.append(mode)
+            else:
+                failures.append(f"s={s:g} (retry): {reason}")
+    if not modes:
+        raise RuntimeError(
+            f"every start of the evidence maximisation for {type(basis).__name__} failed: "
+            + "; ".join(failures)
+        )
+    return modes
+
+
+# ====================================================================== Laplace sampling
+
+
+def repair_covariance(H, min_eigenvalue=1.0):
+    """Covariance ``H^{-1}`` of a Laplace approximation, repaired when ``H`` is not positive
+    definite.
+
+    ``H`` is symmetrised and eigendecomposed, and its eigenvalues are clipped below at
+    ``min_eigenvalue`` (negative, zero, tiny or non-finite curvature: the Laplace approximation
+    is not valid there, and the floor caps the spread of the draws in that direction at a
+    standard deviation of ``1 / sqrt(min_eigenvalue)`` in ``u`` coordinates).
+
+    Parameters
+    ----------
+    H
+        Square Hessian, shape ``(P, P)``.
+    min_eigenvalue
+        Positive floor of the eigenvalues of ``H``.
+
+    Returns
+    -------
+    cov : numpy.ndarray
+        ``V diag(1 / max(lambda, floor)) V'``, symmetric positive definite.
+    root : numpy.ndarray
+        A matrix ``R`` with ``R R' = cov``, for drawing.
+    n_clipped : int
+        How many eigenvalues were clipped.
+    """
+    H = np.asarray(H, dtype=np.float64)
+    if H.ndim != 2 or H.shape[0] != H.shape[1]:
+        raise ValueError(f"H must be square, got shape {H.shape}")
+    if not min_eigenvalue > 0:
+        raise ValueError("min_eigenvalue must be positive")
+    if H.shape[0] == 0:
+        return np.zeros((0, 0)), np.zeros((0, 0)), 0
+    H = np.where(np.isfinite(H), H, 0.0)
+    H = 0.5 * (H + H.T)
+    lam, V = np.linalg.eigh(H)
+    clipped = lam < min_eigenvalue
+    lam = np.where(clipped, min_eigenvalue, lam)
+    root = V / np.sqrt(lam)
+    cov = (V / lam) @ V.T
+    return 0.5 * (cov + cov.T), root, int(np.sum(clipped))
+
+
+def _hessian(u, basis, Z, y, step):
+    """Central finite differences of the analytic gradient, symmetrised."""
+    u = np.asarray(u, dtype=np.float64)
+    P = u.shape[0]
+    H = np.empty((P, P))
+    Phi = basis.featurize(Z) if P == 2 else None
+    for i in range(P):
+        h = step * max(1.0, abs(u[i]))
+        up, um = u.copy(), u.copy()
+        up[i] += h
+        um[i] -= h
+        _, gp = objective(up, basis, Z, y, Phi=Phi)
+        _, gm = objective(um, basis, Z, y, Phi=Phi)
+        H[:, i] = (gp - gm) / (2.0 * h)
+    return 0.5 * (H + H.T)
+
+
+def _resolve_method(method, basis):
+    if method == "auto":
+        return "laplace" if basis.laplace_ok else "perturb"
+    if method not in ("laplace", "perturb"):
+        raise ValueError(f"method must be 'auto', 'laplace' or 'perturb', got {method!r}")
+    return method
+
+
+@_single_threaded_blas
+def laplace_covariance(
+    mode,
+    basis,
+    Z,
+    y,
+    method="auto",
+    perturb_var=1e-3,
+    fd_step=1e-4,
+    min_eigenvalue=1.0,
+):
+    """Covariance of the Gaussian from which :func:`laplace_samples` draws ``u``.
+
+    Parameters
+    ----------
+    mode
+        A :class:`Mode` from :func:`fit_hyperparameters`.
+    basis
+        The template basis (``None``: ``mode.basis``); draws are ``basis.with_hyper(psi)``.
+    Z, y
+        The warm-up batch the mode was fitted on.
+    method
+        ``"laplace"``: the inverse Hessian of the negative log evidence at ``mode.u``, by
+        central finite differences of the analytic gradient, symmetrised and repaired with
+        :func:`repair_covariance`; ``"perturb"``: ``perturb_var * I``; ``"auto"``:
+        ``"laplace"`` unless the family sets ``laplace_ok = False`` (RBF centres).
+    perturb_var
+        Variance of the perturbation (the paper's ``1e-3``).
+    fd_step
+        Relative finite-difference step, ``h_i = fd_step * max(1, |u_i|)``.
+    min_eigenvalue
+        Floor of the Hessian's eigenvalues (see :func:`repair_covariance`).
+
+    Returns
+    -------
+    numpy.ndarray
+        Covariance, shape ``(len(u), len(u))``.
+    """
+    return _covariance(mode, basis, Z, y, method, perturb_var, fd_step, min_eigenvalue)[0]
+
+
+def _covariance(mode, basis, Z, y, method, perturb_var, fd_step, min_eigenvalue):
+    basis = mode.basis if basis is None else basis
+    method = _resolve_method(method, basis)
+    P = len(mode.u)
+    if method == "laplace":
+        Z = np.asarray(Z, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64).ravel()
+        try:
+            with np.errstate(all="ignore"):
+                H = _hessian(mode.u, basis, Z, y, fd_step)
+            if not np.all(np.isfinite(H)):
+                raise FloatingPointError("non-finite Hessian entries")
+        except (np.linalg.LinAlgError, FloatingPointError, ValueError, OverflowError) as err:
+            warnings.warn(
+                f"Hessian of the evidence could not be computed ({err}); falling back to a "
+                f"perturbation of variance {perturb_var:g}",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            method = "perturb"
+        else:
+            cov, root, n_clipped = repair_covariance(H, min_eigenvalue)
+            n_nonpos = int(np.sum(np.linalg.eigvalsh(H) <= 0.0))
+            if n_nonpos:
+                # flat (small positive) directions are floored silently; a non-positive
+                # curvature means the mode is a saddle or sits on a bound: say so
+                warnings.warn(
+                    f"Hessian of the negative log evidence is not positive definite "
+                    f"({n_nonpos} non-positive eigenvalue(s)); {n_clipped} eigenvalue(s) were "
+                    f"clipped to {min_eigenvalue:g}",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+            return cov, root
+    cov = perturb_var * np.eye(P)
+    return cov, math.sqrt(perturb_var) * np.eye(P)
+
+
+@_single_threaded_blas
+def laplace_samples(
+    mode,
+    basis,
+    Z,
+    y,
+    n,
+    seed=None,
+    method="auto",
+    perturb_var=1e-3,
+    fd_step=1e-4,
+    min_eigenvalue=1.0,
+):
+    """Hyperparameter draws around a mode: ``u ~ N(u*, H^{-1})`` (Laplace approximation of the
+    evidence in unconstrained coordinates, paper Sec. 4.1) or ``u* + N(0, perturb_var I)``.
+
+    Parameters
+    ----------
+    mode
+        A :class:`Mode` from :func:`fit_hyperparameters`.
+    basis
+        The template basis (``None``: ``mode.basis``).
+    Z, y
+        The warm-up batch the mode was fitted on.
+    n
+        Number of draws.
+    seed
+        Seed or :class:`numpy.random.Generator`; the same seed gives the same draws.
+    method, perturb_var, fd_step, min_eigenvalue
+        See :func:`laplace_covariance`.
+
+    Returns
+    -------
+    list of tuple
+        ``n`` tuples ``(basis, var_theta, var_eps)``. Draws are clipped to the layout's bounds.
+    """
+    n = int(n)
+    if n < 0:
+        raise ValueError("n must be non-negative")
+    basis = mode.basis if basis is None else basis
+    if n == 0:
+        return []
+    layout = mode.layout or HyperLayout.from_basis(basis)
+    _, root = _covariance(mode, basis, Z, y, method, perturb_var, fd_step, min_eigenvalue)
+    rng = np.random.default_rng(seed)
+    draws = mode.u[None, :] + rng.standard_normal((n, len(mode.u))) @ root.T
+    out = []
+    for u in draws:
+        vt, ve, psi = layout.unpack(layout.clip(u))
+        out.append((basis.with_hyper(psi) if psi.size else basis, vt, ve))
+    return out
+
+
+# ====================================================================== ensemble members
+
+
+@_single_threaded_blas
+def build_members(
+    basis,
+    Z,
+    y,
+    n_samples=5,
+    starts=(0.1, 1.0, 10.0),
+    seed=None,
+    method="auto",
+    var_theta=1.0,
+    var_eps=0.25,
+    bounds=(1e-6, 1e2),
+    maxiter=500,
+    fit_basis=True,
+    perturb_var=1e-3,
+    min_eigenvalue=1.0,
+    start_floor=None,
+):
+    """Members of one basis family for an ensemble's warm-up: every mode of the evidence plus
+    ``n_samples - 1`` draws around each (paper Sec. 4.1).
+
+    Parameters
+    ----------
+    basis
+        Template basis of the family; fitted to ``Z`` in place when ``fit_basis``.
+    Z, y
+        Warm-up batch, shapes ``(N, D)`` and ``(N,)``.
+    n_samples
+        Members per mode (the mode itself and ``n_samples - 1`` draws).
+    starts
+        Starting length-scale multipliers, see :func:`fit_hyperparameters`.
+    seed
+        Seed of the draws (each mode gets an independent stream); same seed, same members.
+    method
+        ``"auto"``, ``"laplace"`` or ``"perturb"``, see :func:`laplace_covariance`.
+    var_theta, var_eps, bounds, maxiter, fit_basis, start_floor
+        Passed to :func:`fit_hyperparameters`.
+    perturb_var, min_eigenvalue
+        Passed to :func:`laplace_samples`.
+
+    Returns
+    -------
+    list of Member
+        ``n_modes * n_samples`` members, grouped by mode, each group starting with the mode.
+    """
+    n_samples = int(n_samples)
+    if n_samples < 1:
+        raise ValueError("n_samples must be at least 1")
+    Z = np.asarray(Z, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64).ravel()
+    modes = fit_hyperparameters(
+        basis,
+        Z,
+        y,
+        var_theta=var_theta,
+        var_eps=var_eps,
+        starts=starts,
+        bounds=bounds,
+        maxiter=maxiter,
+        seed=seed,
+        fit_basis=fit_basis,
+        start_floor=start_floor,
+    )
+    if Z.ndim == 1:
+        Z = Z[:, None]
+    family = type(basis).__name__
+    seeds = np.random.SeedSequence(seed).spawn(len(modes))
+    members = []
+    for k, (mode, ss) in enumerate(zip(modes, seeds, strict=True)):
+        members.append(Member(mode.basis, mode.var_theta, mode.var_eps, 0.0, family, k, True))
+        draws = laplace_samples(
+            mode,
+            basis,
+            Z,
+            y,
+            n_samples - 1,
+            seed=np.random.default_rng(ss),
+            method=method,
+            perturb_var=perturb_var,
+            min_eigenvalue=min_eigenvalue,
+        )
+        members.extend(Member(b, vt, ve, 0.0, family, k, False) for b, vt, ve in draws)
+    return members

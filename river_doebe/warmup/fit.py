@@ -1,0 +1,271 @@
+"""The warm-up pipeline of an E-DOEBE, the same for regression and classification.
+
+On the window ``(X, y)`` of its first ``n_warmup`` samples (paper Sec. 4.1-4.2 and Sec. 5): freeze
+a standardisation of ``x`` (and of a regression target), fit the hyperparameters of every basis
+family by type-II maximum likelihood from several starts (:mod:`.empirical_bayes`), complement each
+mode with draws from its Laplace approximation, give every member a dynamic twin for each
+random-walk level, build the engine of the task with the E-DOEBE switching matrix and filter the
+window through its members. A classifier's hyperparameters come from the same fit on its labels
+coded -1/+1 (the Gaussian-process "label regression" criterion; the logistic evidence has no
+closed form); a window with one class only says nothing about them, and the families keep their
+templates' hyperparameters.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from river_doebe.engine import (
+    WEIGHT_FLOOR,
+    Engine,
+    LogisticEngine,
+    Member,
+    edoebe_transition,
+    twin_members,
+)
+from river_doebe.warmup.empirical_bayes import build_members
+from river_doebe.warmup.fallback import CONSTANT
+from river_doebe.warmup.families import derive_seed, resolve_families
+
+__all__ = ["Standardizer", "fit_ensemble", "fit_members", "unfitted_members"]
+
+
+@dataclass
+class Standardizer:
+    """Frozen standardisation of the inputs and the target (fitted on the warm-up window).
+
+    Inputs that are constant over the warm-up window carry no information for hyperparameters
+    that are frozen from then on; they are dropped (with a warning), so that values which such a
+    feature takes later cannot blow the standardised inputs up. Standardised values are clipped
+    to ``[-clip, clip]`` like the paper's code.
+    """
+
+    x_mean: np.ndarray
+    x_scale: np.ndarray
+    keep: np.ndarray
+    y_mean: float
+    y_scale: float
+    clip: float = 1e3
+
+    @classmethod
+    def fit(cls, X: np.ndarray, y: np.ndarray | None = None, names=None,
+            clip: float = 1e3) -> Standardizer:
+        """Fit to the window ``X`` and, for regression, its targets ``y`` (``None``: the target is
+        left as it is, as a classifier's label codes)."""
+        X = np.asarray(X, dtype=np.float64)
+        mean, std = _mean_std(X)
+        # constant: no spread beyond rounding, relative to the input's own size (any scale)
+        keep = std > CONSTANT * np.abs(mean)
+        if not keep.any():
+            warnings.warn(
+                "every input is constant over the warm-up window; the model keeps the first one "
+                "and will predict little more than the target's mean",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            keep[0] = True
+            std[0] = 1.0
+        elif not keep.all():
+            dropped = np.flatnonzero(~keep)
+            labels = [str(names[i]) if names is not None else f"x{i}" for i in dropped]
+            warnings.warn(
+                f"input(s) {labels} are constant over the warm-up window and are ignored from now "
+                "on (frozen hyperparameters cannot use them)",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        if y is None:
+            scale = np.where(keep, std, 1.0)
+            return cls(mean[keep], scale[keep], keep, 0.0, 1.0, clip)
+        y_mean, y_std = (float(v[0]) for v in _mean_std(np.asarray(y, dtype=np.float64)[:, None]))
+        if not y_std > CONSTANT * abs(y_mean):
+            warnings.warn(
+                "the target is constant over the warm-up window; its scale is taken as 1",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            y_std = 1.0
+        scale = np.where(keep, std, 1.0)
+        return cls(mean[keep], scale[keep], keep, y_mean, y_std, clip)
+
+    def x(self, X: np.ndarray) -> np.ndarray:
+        """Standardise one sample ``(D,)`` or a batch ``(n, D)``; returns only the kept inputs."""
+        Z = (X[..., self.keep] - self.x_mean) / self.x_scale
+        return np.clip(Z, -self.clip, self.clip, out=Z)
+
+    def y(self, y):
+        return (y - self.y_mean) / self.y_scale
+
+    def y_back(self, mean, var):
+        """A standardised mean and variance (numbers or arrays) back in the units of ``y``."""
+        # (not y_scale ** 2, which raises where a product overflows to inf: targets near 1e200)
+        return mean * self.y_scale + self.y_mean, var * (self.y_scale * self.y_scale)
+
+
+def _mean_std(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Column means and (population) standard deviations of ``X (n, D)`` at any scale: each
+    column is divided by a power of two near its largest magnitude first (exact), so that
+    squares neither overflow (1e200) nor underflow (1e-200)."""
+    peak = np.max(np.abs(X), axis=0) if X.shape[0] else np.zeros(X.shape[1])
+    _, exp = np.frexp(np.where(peak > 0, peak, 1.0))
+    S = np.ldexp(X, -exp)
+    return np.ldexp(S.mean(axis=0), exp), np.ldexp(S.std(axis=0), exp)
+
+
+#: optimiser diagnostics that are routine in a warm-up (a start at its iteration limit, a mode on
+#: a bound whose Hessian is repaired): shown with ``verbose``, not raised as warnings
+_ROUTINE = ("did not converge", "did not move", "not positive definite")
+
+
+def _relay(caught, family: str, verbose: bool) -> None:
+    for w in caught:
+        text = str(w.message)
+        if any(r in text for r in _ROUTINE):
+            if verbose:
+                print(f"[river-doebe] warm-up: {family}: {text}", flush=True)
+        else:
+            warnings.warn(f"{family}: {text}", w.category, stacklevel=3)
+
+
+def fit_members(
+    Z: np.ndarray,
+    y: np.ndarray,
+    families: list,
+    n_samples: int = 5,
+    starts=(0.1, 1.0, 10.0),
+    seed: int | None = None,
+    verbose: bool = False,
+    maxiter: int = 200,
+) -> list[Member]:
+    """Empirical Bayes on ``(Z, y)`` for every family, plus Laplace draws: the static members.
+
+    A family whose every start fails is skipped with a warning; if all families fail, the error
+    is raised.
+    """
+    members: list[Member] = []
+    errors = []
+    seen: dict[str, int] = {}
+    for family in families:
+        name = type(family).__name__
+        seen[name] = seen.get(name, -1) + 1
+        fam_seed = derive_seed(seed, "fit", name, str(seen[name]))
+        t0 = time.perf_counter()
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                specs = build_members(
+                    copy.deepcopy(family), Z, y, n_samples=n_samples, starts=starts,
+                    seed=fam_seed, maxiter=maxiter,
+                )
+            _relay(caught, name, verbose)
+        except (RuntimeError, np.linalg.LinAlgError, ValueError) as exc:
+            warnings.warn(f"warm-up of {name} failed and is skipped: {exc}", RuntimeWarning,
+                          stacklevel=2)
+            errors.append(exc)
+            continue
+        members.extend(
+            s for s in specs if math.isfinite(s.var_theta) and math.isfinite(s.var_eps)
+        )
+        if verbose:
+            n_modes = len({s.mode_index for s in specs})
+            print(
+                f"[river-doebe] warm-up: {name}: {n_modes} mode(s), {len(specs)} members "
+                f"in {time.perf_counter() - t0:.1f} s",
+                flush=True,
+            )
+    if not members:
+        raise RuntimeError(f"the warm-up found no usable member: {errors}")
+    return members
+
+
+def unfitted_members(Z: np.ndarray, families: list) -> list[Member]:
+    """One member per family with the template's own hyperparameters and ``var_theta = 1``,
+    fitted to the inputs only (boundaries, centres): the members of a one-class window."""
+    members = []
+    for template in families:
+        name = type(template).__name__
+        try:
+            basis = copy.deepcopy(template).fit(Z)
+        except (ValueError, RuntimeError, np.linalg.LinAlgError) as exc:
+            warnings.warn(f"{name} cannot be set up and is skipped: {exc}", RuntimeWarning,
+                          stacklevel=3)
+            continue
+        members.append(Member(basis, 1.0, math.nan, 0.0, name, 0, True))
+    if not members:
+        raise RuntimeError("no basis family could be set up on the warm-up window")
+    return members
+
+
+def fit_ensemble(
+    X: np.ndarray,
+    y: np.ndarray,
+    task: str = "regression",
+    names=None,
+    families=None,
+    n_samples: int = 5,
+    levels=(1e-3, 0.0),
+    delta: float = 1e-2,
+    weight_floor: float = WEIGHT_FLOOR,
+    starts=(0.1, 1.0, 10.0),
+    seed: int | None = None,
+    replay: bool = True,
+    verbose: bool = False,
+):
+    """The whole warm-up on a window ``(X, y)``: returns ``(standardizer, engine, members)``.
+
+    ``y`` holds the regression targets, or the label codes 0/1 of a classifier (``task``).
+    ``engine`` (an :class:`~river_doebe.engine.Engine`, or a
+    :class:`~river_doebe.engine.LogisticEngine` for classification) is set up with
+    ``len(levels) * len(members)`` members in blocks by level (the last level, 0, is the static
+    block) and the E-DOEBE transition matrix, and, with ``replay``, its members have filtered the
+    window already (the weights start uniform all the same).
+    """
+    t0 = time.perf_counter()
+    classify = task == "classification"
+    if X.shape[0] < X.shape[1]:
+        warnings.warn(
+            f"the warm-up window has {X.shape[0]} samples for {X.shape[1]} inputs; the fitted "
+            "hyperparameters will be poorly determined",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    std = Standardizer.fit(X, None if classify else y, names=names)
+    Z = std.x(X)
+    Y = np.asarray(y, dtype=np.int64) if classify else std.y(y)
+    templates = list(resolve_families(families, Z.shape[1], seed))
+    if classify and Y.min() == Y.max():
+        warnings.warn(
+            f"the warm-up window holds one class only (all {len(Y)} samples), which says nothing "
+            "about the decision boundary; the families are used with their template "
+            "hyperparameters and var_theta = 1",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        members = unfitted_members(Z, templates)
+    else:
+        target = 2.0 * Y - 1.0 if classify else Y  # label regression on -1/+1 codes
+        members = fit_members(Z, target, templates, n_samples=n_samples, starts=starts,
+                              seed=seed, verbose=verbose)
+    engine_type = LogisticEngine if classify else Engine
+    engine = engine_type(twin_members(members, list(levels)),
+                         edoebe_transition(len(members), len(levels), delta), weight_floor)
+    engine.setup(Z.shape[1])
+    if replay:
+        # The members' filters learn the window; the weights do not: the hyperparameters were
+        # fitted on these very samples, so their predictive densities here are in-sample and
+        # would hand the weights to whichever family overfits the window most (an RBF network
+        # with its centres on the data), zeroing the others for good.
+        engine.replay(Z, Y)
+    if verbose:
+        print(
+            f"[river-doebe] warm-up done: {engine.M} members from {X.shape[0]} samples in "
+            f"{time.perf_counter() - t0:.1f} s",
+            flush=True,
+        )
+    return std, engine, members
