@@ -1,0 +1,73 @@
+"""What the tests share: where the paper's data files are, and small synthetic streams.
+
+The data files live next to the repository (``../shared/data`` from its root) or wherever the
+environment variable ``RIVER_DOEBE_DATA`` points; a test that needs one skips cleanly without it.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+import numpy as np
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+#: the environment variable of :func:`river_doebe.datasets.data_dir` (not imported here, so that
+#: collecting the tests does not load the datasets module)
+ENV_VAR = "RIVER_DOEBE_DATA"
+
+
+def find_data_dir() -> pathlib.Path | None:
+    """The folder of the ``.npz`` data files, or ``None`` when there is none."""
+    for candidate in (os.environ.get(ENV_VAR), ROOT.parent / "shared" / "data"):
+        if candidate and pathlib.Path(candidate).is_dir():
+            return pathlib.Path(candidate)
+    return None
+
+
+@pytest.fixture
+def data_dir() -> pathlib.Path:
+    """The data folder; the test is skipped when there is none."""
+    folder = find_data_dir()
+    if folder is None:
+        pytest.skip(f"data folder not found (set {ENV_VAR})")
+    return folder
+
+
+@pytest.fixture
+def need_file(data_dir):
+    """``need_file("elevators")``: the path of that data file, or skip the test."""
+
+    def need(name: str) -> pathlib.Path:
+        path = data_dir / f"{name}.npz"
+        if not path.is_file():
+            pytest.skip(f"{name}.npz not in the data folder")
+        return path
+
+    return need
+
+
+# ------------------------------------------------------------------ synthetic streams
+def dicts(X, names=None) -> list[dict]:
+    """The rows of ``X`` as river dicts, named ``x0``, ``x1``, ... unless ``names`` is given."""
+    names = names or [f"x{j}" for j in range(np.shape(X)[1])]
+    return [dict(zip(names, map(float, row))) for row in X]
+
+
+def regression_stream(n: int = 2000, d: int = 3, seed: int = 0, noise: float = 0.3):
+    """``(X, y)`` of a smooth nonlinear regression: ``sin(x0) + x1 x2 / 2`` plus noise."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] * X[:, 2] + noise * rng.normal(size=n)
+    return X, y
+
+
+def logistic_stream(n: int = 400, d: int = 2, seed: int = 0, scale: float = 2.0):
+    """``(X, labels)`` of a logistic model with a linear boundary and a bias."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    w = rng.normal(size=d)
+    p = 1.0 / (1.0 + np.exp(-scale * (X @ w + 0.3)))
+    return X, rng.uniform(size=n) < p
