@@ -65,9 +65,9 @@ def regression_stream(n: int = 2000, d: int = 3, seed: int = 0, noise: float = 0
 
 
 def logistic_stream(n: int = 400, d: int = 2, seed: int = 0, scale: float = 2.0):
-    """``(X, labels)`` of a logistic model with a linear boundary and a bias."""
+    """``(X, labels)``: bool labels drawn from a logistic model with a bias."""
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))
-    w = rng.normal(size=d)
-    p = 1.0 / (1.0 + np.exp(-scale * (X @ w + 0.3)))
-    return X, rng.uniform(size=n) < p
+    w = scale * np.linspace(1.0, -1.0, d)
+    p = 1.0 / (1.0 + np.exp(-(X @ w + 0.3)))
+    return X, rng.random(n) < p
