@@ -11,6 +11,7 @@ import pathlib
 
 import numpy as np
 import pytest
+from scipy.special import expit
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -69,5 +70,5 @@ def logistic_stream(n: int = 400, d: int = 2, seed: int = 0, scale: float = 2.0)
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))
     w = scale * np.linspace(1.0, -1.0, d)
-    p = 1.0 / (1.0 + np.exp(-(X @ w + 0.3)))
+    p = expit(X @ w + 0.3)
     return X, rng.random(n) < p
