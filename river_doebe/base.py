@@ -18,11 +18,19 @@ import warnings
 import numpy as np
 
 from river_doebe._schema import Schema, check_frame, check_target, check_targets
-from river_doebe.distributions import GaussianMixture, gaussian
 from river_doebe.engine import Engine, FilterError
 from river_doebe.labels import Labels, argmax, check_label, same_label
 
 __all__ = ["ArrayClassifier", "ArrayEstimator", "ArrayRegressor"]
+
+
+def distributions():
+    """:mod:`river_doebe.distributions`, imported when a first predictive distribution is asked
+    for: it loads river's ``proba`` and with it ``scipy.stats``, most of the import time of the
+    package otherwise."""
+    from river_doebe import distributions as module
+
+    return module
 
 
 class ArrayEstimator:
@@ -275,9 +283,9 @@ class ArrayRegressor(ArrayEstimator):
         """The predictive distribution for ``z``: a Gaussian, or an ensemble's mixture."""
         if self._mixture_output:
             w, means, variances, mean, var = self._engine.mixture(z)
-            return GaussianMixture._from_moments(w, means, variances, mean, var)
+            return distributions().GaussianMixture._from_moments(w, means, variances, mean, var)
         mean, var = self._predict_z(z)
-        return gaussian(mean, var)
+        return distributions().gaussian(mean, var)
 
     def _member_view(self, z: np.ndarray):
         """Each member's predictive ``(means, variances)`` and the weights for ``z``."""

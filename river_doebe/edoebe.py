@@ -27,8 +27,7 @@ from river_doebe._checks import (
     check_weight_floor,
 )
 from river_doebe._schema import Schema, check_frame, check_targets, column_values
-from river_doebe.base import ArrayClassifier, ArrayRegressor
-from river_doebe.distributions import GaussianMixture
+from river_doebe.base import ArrayClassifier, ArrayRegressor, distributions
 from river_doebe.engine import (
     WEIGHT_FLOOR,
     LogisticEngine,
@@ -400,15 +399,14 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         return (mean, var) if self._std is None else self._std.y_back(mean, var)
 
     def _dist_z(self, z):
+        mixture = distributions().GaussianMixture._from_moments
         if self._engine is None:
             w, means, variances = self._warm.mixture(z)
-            return GaussianMixture._from_moments(w, means, variances, *self._warm.predict(z))
+            return mixture(w, means, variances, *self._warm.predict(z))
         w, means, variances, mean, var = self._engine.mixture(self._standardised(z))
         if self._std is None:
-            return GaussianMixture._from_moments(w, means, variances, mean, var)
-        return GaussianMixture._from_moments(
-            w, *self._std.y_back(means, variances), *self._std.y_back(mean, var)
-        )
+            return mixture(w, means, variances, mean, var)
+        return mixture(w, *self._std.y_back(means, variances), *self._std.y_back(mean, var))
 
     def _learn_z(self, z, y):
         if self._warm_learn(z, y):

@@ -142,12 +142,13 @@ class DOEBE(BaseEnsemble, ArrayRegressor, base.MiniBatchRegressor):
     >>> from river import datasets, evaluate, metrics, preprocessing
     >>> from river_doebe import DOBE, DOEBE
     >>> from river_doebe.basis import Linear, RandomFourierFeatures
+    >>> from river_doebe.preprocessing import TargetStandardScaler
 
     >>> ensemble = DOEBE([
     ...     DOBE(Linear(), var_eps=0.5),
     ...     DOBE(RandomFourierFeatures(20, lengthscale=2.0, seed=1), var_eps=0.1, var_rw=1e-3),
     ... ])
-    >>> model = preprocessing.TargetStandardScaler(preprocessing.StandardScaler() | ensemble)
+    >>> model = TargetStandardScaler(preprocessing.StandardScaler() | ensemble)
     >>> evaluate.progressive_val_score(datasets.TrumpApproval(), model, metrics.MAE())
     MAE: 0.36...
     >>> ensemble.weights.round(3)
@@ -196,8 +197,9 @@ class SDOEBE(_Switching, BaseEnsemble, ArrayRegressor, base.MiniBatchRegressor):
     >>> from river import datasets, evaluate, metrics, preprocessing
     >>> from river_doebe import DOBE, SDOEBE
     >>> from river_doebe.basis import Linear
+    >>> from river_doebe.preprocessing import TargetStandardScaler
 
-    >>> model = preprocessing.TargetStandardScaler(
+    >>> model = TargetStandardScaler(
     ...     preprocessing.StandardScaler()
     ...     | SDOEBE(
     ...         [DOBE(Linear(), var_eps=0.5), DOBE(Linear(), var_eps=0.5, var_rw=1e-2)],

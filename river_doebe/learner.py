@@ -105,10 +105,11 @@ class DOBE(BaseDOBE, ArrayRegressor, base.MiniBatchRegressor):
     >>> from river import datasets, evaluate, metrics, preprocessing
     >>> from river_doebe import DOBE
     >>> from river_doebe.basis import Linear, RandomFourierFeatures
+    >>> from river_doebe.preprocessing import TargetStandardScaler
 
     Random Fourier features on standardised inputs and target, with a slow random walk:
 
-    >>> model = preprocessing.TargetStandardScaler(
+    >>> model = TargetStandardScaler(
     ...     preprocessing.StandardScaler()
     ...     | DOBE(RandomFourierFeatures(50, lengthscale=5.0, seed=1), var_eps=0.1, var_rw=1e-3)
     ... )
@@ -127,9 +128,9 @@ class DOBE(BaseDOBE, ArrayRegressor, base.MiniBatchRegressor):
 
     References
     ----------
-    1. Waxman, D. and Djuric, P. M. (2024). Dynamic Online Ensembles of Basis Expansions.
-       Transactions on Machine Learning Research.
-    2. Bishop, C. M. (2006). Pattern Recognition and Machine Learning, Chapter 3.
+    [^1]: Waxman, D. and Djuric, P. M. (2024). Dynamic Online Ensembles of Basis Expansions.
+        Transactions on Machine Learning Research.
+    [^2]: Bishop, C. M. (2006). Pattern Recognition and Machine Learning, Chapter 3.
 
     """
 
@@ -220,10 +221,10 @@ class DOBEClassifier(BaseDOBE, ArrayClassifier, base.MiniBatchClassifier):
 
     References
     ----------
-    1. Waxman, D. and Djuric, P. M. (2024). Dynamic Online Ensembles of Basis Expansions.
-       Transactions on Machine Learning Research.
-    2. MacKay, D. J. C. (1992). The evidence framework applied to classification networks.
-       Neural Computation, 4(5), 720-736.
+    [^1]: Waxman, D. and Djuric, P. M. (2024). Dynamic Online Ensembles of Basis Expansions.
+        Transactions on Machine Learning Research.
+    [^2]: MacKay, D. J. C. (1992). The evidence framework applied to classification networks.
+        Neural Computation, 4(5), 720-736.
 
     """
 

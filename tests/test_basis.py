@@ -88,7 +88,7 @@ def test_rff_formula_and_draws(kernel):
     if kernel != "se":
         dof = {"matern32": 3.0, "matern52": 5.0}[kernel]
         eps = eps / np.sqrt(rng.chisquare(dof, size=H) / dof)[:, None]
-    np.testing.assert_array_equal(basis.base_frequencies, eps)
+    np.testing.assert_array_equal(basis.base_frequencies_, eps)
 
     T = Z @ (eps / ls).T
     expected = np.empty((len(Z), 2 * H))
@@ -103,13 +103,13 @@ def test_rff_qmc_draws():
     H, D = 8, 2
     basis = RandomFourierFeatures(n_frequencies=H, sampler="qmc", seed=5).initialize(D)
     U = qmc.Sobol(d=D, scramble=True, seed=5).random(H)
-    np.testing.assert_allclose(basis.base_frequencies, scipy.special.ndtri(U), rtol=1e-12)
+    np.testing.assert_allclose(basis.base_frequencies_, scipy.special.ndtri(U), rtol=1e-12)
 
     matern = RandomFourierFeatures(n_frequencies=H, kernel="matern32", sampler="qmc", seed=5)
     U = qmc.Sobol(d=D + 1, scramble=True, seed=5).random(H)
     u = scipy.stats.chi2.ppf(U[:, D], 3.0)
     expected = scipy.special.ndtri(U[:, :D]) / np.sqrt(u / 3.0)[:, None]
-    np.testing.assert_allclose(matern.initialize(D).base_frequencies, expected, rtol=1e-12)
+    np.testing.assert_allclose(matern.initialize(D).base_frequencies_, expected, rtol=1e-12)
 
 
 def test_rff_explicit_frequencies_used_verbatim():
@@ -423,7 +423,7 @@ def test_hyper_layout_and_bounds():
     assert not off.laplace_ok
     psi = off.get_hyper()
     assert psi.shape == (1 + 3 * 2,)
-    np.testing.assert_array_equal(psi[1:], off.base_frequencies.ravel())
+    np.testing.assert_array_equal(psi[1:], off.base_frequencies_.ravel())
     assert off.hyper_bounds()[1:] == [(None, None)] * 6
     assert off.hyper_names()[:3] == ["log_lengthscale", "frequency_0_x0", "frequency_0_x1"]
 
@@ -448,7 +448,7 @@ def test_with_hyper_sets_constructor_params_and_survives_clone():
     rff = RandomFourierFeatures(n_frequencies=4, lengthscale=(1.0, 2.0), seed=None).initialize(2)
     new = rff.with_hyper(np.log([0.5, 3.0]))
     assert new.lengthscale == pytest.approx((0.5, 3.0)) and isinstance(new.lengthscale, tuple)
-    np.testing.assert_array_equal(new.frequencies, rff.base_frequencies)  # same draws, unseeded
+    np.testing.assert_array_equal(new.frequencies, rff.base_frequencies_)  # same draws, unseeded
     assert new.is_initialized
 
     off = RandomFourierFeatures(n_frequencies=2, seed=0, optimize_frequencies=True).initialize(2)

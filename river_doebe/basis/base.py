@@ -22,6 +22,7 @@ zero-padded to the largest member. A single learner is a stack of one.
 
 from __future__ import annotations
 
+import abc
 import numbers
 
 import numpy as np
@@ -48,18 +49,28 @@ def stack_params(per_member: list[tuple]) -> tuple:
     return tuple(out)
 
 
-class Basis(base.Transformer):
-    """Base class of the basis expansions. Subclasses implement the ``_``-prefixed hooks.
+class Basis(base.Transformer, abc.ABC):
+    """Base class of the basis expansions: the whole contract, declared here. Abstract.
 
-    Hooks a family implements:
+    A family must implement:
 
     - ``_init(n_inputs)``: everything that needs the input dimension (random draws, defaults);
-    - ``_fit(Z)``: data-dependent settings from a batch (default: nothing);
-    - ``n_outputs`` (property), ``_kernel`` (staticmethod, the jitted stack kernel),
-      ``_params()`` (this member's parameter arrays for the kernel);
-    - ``featurize(Z)`` (vectorised NumPy; must equal the kernel), ``feature_names()``;
-    - ``get_hyper()``, ``with_hyper(psi)``, ``hyper_bounds()``, ``hyper_names()``,
-      ``hyper_vjp(Z, G)``.
+    - ``n_outputs`` (property): the number of features ``F``;
+    - ``_kernel`` (a jitted stack kernel, see the module's docstring) and ``_params()`` (this
+      member's parameter arrays for it);
+    - ``featurize(Z)`` (vectorised NumPy, equal to the kernel up to rounding) and
+      ``feature_names()``.
+
+    Optional hooks, with their defaults here:
+
+    - ``_fit(Z)``: data-dependent settings from a batch (none);
+    - the hyperparameters for the evidence, ``get_hyper()``, ``with_hyper(psi)``,
+      ``hyper_bounds()``, ``hyper_names()``, ``hyper_vjp(Z, G)`` (none);
+    - :attr:`laplace_ok` (``True``) and :attr:`start_floor` (``0``), read by the empirical-Bayes
+      fit;
+    - ``_observe(z)`` and :attr:`wants_observations` (a basis that changes with the samples a
+      learner learns from: none);
+    - :attr:`can_grow` and ``_grow(n_inputs)`` (a basis that can take new inputs exactly: no).
     """
 
     #: whether a Laplace approximation over this family's hyperparameters is affordable
@@ -102,8 +113,9 @@ class Basis(base.Transformer):
         self._fit(Z)
         return self
 
-    def _init(self, n_inputs: int) -> None:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _init(self, n_inputs: int) -> None:
+        """Set up everything that needs the input dimension."""
 
     def _fit(self, Z: np.ndarray) -> None:
         return None
@@ -148,16 +160,28 @@ class Basis(base.Transformer):
         self._n_inputs = n_inputs
         return positions
 
-    def _grow(self, n_inputs: int) -> np.ndarray:  # pragma: no cover - growable families
-        raise NotImplementedError
+    def _grow(self, n_inputs: int) -> np.ndarray:
+        """The growth of a family whose :attr:`can_grow` is true (see :meth:`grow`)."""
+        raise NotImplementedError(f"{type(self).__name__} says it can grow but has no _grow")
 
     # ------------------------------------------------------------------ array face
     @property
-    def n_outputs(self) -> int:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def n_outputs(self) -> int:
+        """The number of features ``F``."""
 
-    def featurize(self, Z) -> np.ndarray:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @staticmethod
+    @abc.abstractmethod
+    def _kernel(z, Phi, rows, active, *stacked):
+        """The jitted stack kernel (see the module's docstring)."""
+
+    @abc.abstractmethod
+    def _params(self) -> tuple:
+        """This member's parameter arrays for :meth:`_kernel`."""
+
+    @abc.abstractmethod
+    def featurize(self, Z) -> np.ndarray:
+        """The features of every row of ``Z (n, D)``, as an ``(n, F)`` array."""
 
     def featurize_one(self, z) -> np.ndarray:
         """One row through the jitted kernel (the streaming path)."""
@@ -167,8 +191,9 @@ class Basis(base.Transformer):
         self._kernel(z, out, _ROW0, _ACTIVE1, *stack_params([self._params()]))
         return out[0]
 
-    def feature_names(self) -> list[str]:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def feature_names(self) -> list[str]:
+        """The names of the features (the keys of :meth:`transform_one`)."""
 
     # ------------------------------------------------------------------ hyperparameters
     def get_hyper(self) -> np.ndarray:

@@ -6,7 +6,6 @@ import warnings
 
 import numba
 import numpy as np
-from scipy.cluster.vq import kmeans2
 
 from river_doebe.basis.base import (
     _LOG_LS_BOUNDS,
@@ -169,6 +168,8 @@ class RBFNetwork(Basis):
             jitter = 1e-3 * spread * rng.standard_normal((pick.shape[0], Z.shape[1]))
             centres = np.vstack([distinct, distinct[pick] + jitter])
         else:
+            from scipy.cluster.vq import kmeans2  # only a warm-up fits centres
+
             with warnings.catch_warnings():
                 # an empty cluster keeps its initial centre, which is a data point: harmless here
                 warnings.simplefilter("ignore", UserWarning)

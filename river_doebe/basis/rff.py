@@ -6,9 +6,6 @@ import warnings
 
 import numba
 import numpy as np
-import scipy.special
-import scipy.stats
-from scipy.stats import qmc
 
 from river_doebe.basis.base import (
     _LOG_LS_BOUNDS,
@@ -54,6 +51,11 @@ def _draw_base_frequencies(n_freq, n_inputs, kernel, sampler, seed):
             return eps, np.ones(n_freq)
         mix = np.sqrt(rng.chisquare(2.0 * nu, size=n_freq) / (2.0 * nu))
         return eps / mix[:, None], mix
+    # scipy.stats (a quarter of a second to import) only for the quasi-Monte Carlo draws
+    import scipy.special
+    import scipy.stats
+    from scipy.stats import qmc
+
     dim = n_inputs + (nu is not None)
     with warnings.catch_warnings():
         # Sobol' points balance best for powers of two; other counts are still valid draws
@@ -242,9 +244,9 @@ class RandomFourierFeatures(Basis):
         return np.arange(self.n_outputs)
 
     @property
-    def base_frequencies(self) -> np.ndarray:
+    def base_frequencies_(self) -> np.ndarray:
         """The ``(H, D)`` base draws ``eps`` (a copy); the basis must be initialised."""
-        self._require_initialized("base_frequencies")
+        self._require_initialized("base_frequencies_")
         return self._eps.copy()
 
     @property
