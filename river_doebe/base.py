@@ -197,6 +197,12 @@ class ArrayEstimator:
         """How many samples the model has learnt from."""
         return 0 if self._engine is None else self._engine.n_updates
 
+    @property
+    def feature_names_in_(self) -> tuple:
+        """The input features the model uses, in its order (see the input policy): empty before
+        the first sample is learnt."""
+        return () if self._schema is None else self._schema.names
+
 
 class ArrayRegressor(ArrayEstimator):
     """The regression face: float targets, Gaussian or mixture predictive distributions.

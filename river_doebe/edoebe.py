@@ -162,6 +162,14 @@ class BaseEDOEBE(BaseEnsemble):
             raise RuntimeError("the ensemble has no members before its warm-up ends")
         return super().members
 
+    def _members_array(self, x: dict) -> np.ndarray | None:
+        """The sample's array for the members' views; ``None`` before any schema (explicit
+        members: ask a fresh copy); an error while the warm-up has no members."""
+        z = self._predict_array(x)
+        if self._engine is None and self.models is None:
+            raise RuntimeError("the ensemble has no members before its warm-up ends")
+        return z
+
     # ------------------------------------------------------------------ the input schema
     # free while the fallback learns, fixed by the members' fit
     def _schema_is_free(self) -> bool:
@@ -185,6 +193,13 @@ class BaseEDOEBE(BaseEnsemble):
     def n_samples_seen(self) -> int:
         """How many samples the model has learnt from (warm-up included)."""
         return self._n_seen
+
+    @property
+    def standardizer_(self):
+        """The standardisation frozen at the end of the warm-up
+        (:class:`river_doebe.warmup.fit.Standardizer`), or ``None`` (before it, or with explicit
+        ``models``)."""
+        return self._std
 
     @property
     def is_warm(self) -> bool:
@@ -432,9 +447,9 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         """Each member's predictive ``(means, variances)`` for ``x`` in the units of the target,
         and the weights that the ensemble's prediction uses (after switching). Dropped members
         give NaN. Before the warm-up ends there are no members yet."""
-        z = self._predict_array(x)
-        if self._engine is None:
-            raise RuntimeError("the ensemble has no members before its warm-up ends")
+        z = self._members_array(x)
+        if z is None:
+            return self._ghost(x.keys()).member_predictions(x)
         mean, var, w = self._engine.member_predictions(self._standardised(z))
         if self._std is None:
             return mean, var, w
@@ -575,9 +590,9 @@ class EDOEBEClassifier(BaseEDOEBE, ArrayClassifier, base.MiniBatchClassifier):
         """Each member's predictive probabilities for ``x`` (as ``predict_proba_one`` would give
         them; NaN for dropped members) and the weights that the ensemble's prediction for ``x``
         uses (after switching). Before the warm-up ends there are no members yet."""
-        z = self._predict_array(x)
-        if self._engine is None:
-            raise RuntimeError("the ensemble has no members before its warm-up ends")
+        z = self._members_array(x)
+        if z is None:
+            return self._ghost(x.keys()).member_predictions(x)
         return self._member_view(z if self._std is None else self._std.x(z))
 
     @classmethod

@@ -94,6 +94,13 @@ class BaseEnsemble(ArrayEstimator):
         learnt so far."""
         return 0.0 if self._engine is None else float(self._engine.log_evidence)
 
+    def member_posterior(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of member ``k``'s posterior mean ``(F_k,)`` and covariance ``(F_k, F_k)`` (for a
+        classifier, those of its Laplace approximation)."""
+        if self._engine is None:
+            raise RuntimeError("the ensemble has not seen any data yet")
+        return self._engine.posterior(k)
+
     def member_predictions(self, x: dict):
         """Each member's predictive for ``x`` (regression: ``(means, variances)``;
         classification: the ``predict_proba_one`` dicts) and the weights that the ensemble's

@@ -560,17 +560,7 @@ def test_invalid_arguments(make):
 
 
 # ------------------------------------------------------------------------- river conventions
-def _estimators():
-    for cls in FAMILIES:
-        yield cls()
-        yield from (cls(**params) for params in cls._unit_test_params())
-
-
-@pytest.mark.parametrize("estimator", list(_estimators()), ids=lambda e: type(e).__name__)
-def test_check_estimator(estimator):
-    checks.check_estimator(estimator)
-
-
+# (every basis is checked with its _unit_test_params in test_estimators.py)
 def test_check_estimator_after_with_hyper():
     """A tuned basis carries per-input parameters (frequencies, box, centres), so it needs the
     first sample to have all D features; river's check whose first samples lack some is skipped."""

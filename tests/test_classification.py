@@ -9,7 +9,7 @@ import pickle
 
 import numpy as np
 import pytest
-from river import checks, compose, datasets, evaluate, metrics, preprocessing
+from river import compose, datasets, evaluate, metrics, preprocessing
 from scipy.optimize import brentq
 from scipy.special import expit, logsumexp
 
@@ -20,7 +20,7 @@ from river_doebe import (
     SDOEBEClassifier,
 )
 from river_doebe.basis import Linear, RandomFourierFeatures
-from river_doebe.engine import edoebe_transition
+from river_doebe.engine import LogisticEngine, Member, edoebe_transition
 from river_doebe.kernels import logistic
 
 CLASSES = [DOBEClassifier, DOEBEClassifier, SDOEBEClassifier, EDOEBEClassifier]
@@ -79,23 +79,18 @@ def test_one_laplace_step_equals_the_full_dimensional_reference(var_rw):
     xs = _dicts(X)
     for x, t in zip(xs[:40], y[:40], strict=True):
         ens.learn_one(x, bool(t))
-    eng = ens._engine
     for x, t in zip(xs[40:], y[40:], strict=True):
-        z = ens._schema.to_array(x)
-        before = [
-            (eng.mu[k, : eng.F[k]].copy(), eng.Sigma[k, : eng.F[k], : eng.F[k]].copy())
-            for k in range(eng.M)
-        ]
+        z = np.array([x[name] for name in ens.feature_names_in_])
+        before = [ens.member_posterior(k) for k in range(len(ens.members))]
         ens.learn_one(x, bool(t))
         for k, (mu, Sigma) in enumerate(before):
-            f = int(eng.F[k])
-            phi = eng.members[k].basis.featurize_one(z)
+            f = mu.shape[0]
+            phi = ens.members[k].basis.featurize_one(z)
             mu_ref, Sigma_ref = _reference_laplace(mu, Sigma + var_rw * np.eye(f), phi, t)
-            assert _rel(eng.mu[k, :f], mu_ref) < 1e-8
-            assert _rel(eng.Sigma[k, :f, :f], Sigma_ref) < 1e-8
-            np.testing.assert_array_equal(eng.Sigma[k, :f, :f], eng.Sigma[k, :f, :f].T)
-    # padding is never touched
-    assert not eng.mu[1, 3:].any() and not eng.Sigma[1, 3:, :].any()
+            mu_k, Sigma_k = ens.member_posterior(k)
+            assert _rel(mu_k, mu_ref) < 1e-8
+            assert _rel(Sigma_k, Sigma_ref) < 1e-8
+            np.testing.assert_array_equal(Sigma_k, Sigma_k.T)
 
 
 @pytest.mark.parametrize("a", [-60.0, -5.0, 0.0, 0.7, 40.0])
@@ -260,7 +255,7 @@ def test_bad_input_raises_and_leaves_state_unchanged(x, y, exc, word):
     fresh = DOBEClassifier()
     with pytest.raises(exc, match=word):
         fresh.learn_one(x, y)
-    assert fresh._schema is None and fresh.classes_ == ()
+    assert fresh.feature_names_in_ == () and fresh.classes_ == ()
 
 
 def test_invalid_parameters():
@@ -341,6 +336,18 @@ def test_switching_prediction_mixes_the_switched_weights():
             m.learn_one(x, t)
 
 
+def test_the_padding_of_a_heterogeneous_stack_is_never_touched():
+    members = [Member(Linear(), 1.0, 0.0), Member(Linear(bias=False), 1.0, 0.0, 1e-3)]
+    engine = LogisticEngine(members)
+    engine.setup(2)
+    X, y = _logistic_stream(n=50, seed=13)
+    for z, t in zip(X, y, strict=True):
+        engine.learn(z, int(t))
+    assert engine.F.tolist() == [3, 2]
+    assert not engine.mu[1, 2:].any() and not engine.Sigma[1, 2:, :].any()
+    assert not engine.Sigma[1, :, 2:].any()
+
+
 def test_dropped_members_are_not_updated():
     X, y = _logistic_stream(n=400, seed=11, scale=5.0)
     ens = DOEBEClassifier(
@@ -354,11 +361,11 @@ def test_dropped_members_are_not_updated():
     for x, t in zip(xs, y, strict=True):
         ens.learn_one(x, t)
     assert ens.weights[1] == 0.0
-    frozen = ens._engine.Sigma[1].copy(), ens._engine.mu[1].copy()
+    frozen = ens.member_posterior(1)
     for x, t in zip(xs[:20], y[:20], strict=True):
         ens.learn_one(x, t)
-    np.testing.assert_array_equal(ens._engine.Sigma[1], frozen[0])
-    np.testing.assert_array_equal(ens._engine.mu[1], frozen[1])
+    np.testing.assert_array_equal(ens.member_posterior(1)[1], frozen[1])
+    np.testing.assert_array_equal(ens.member_posterior(1)[0], frozen[0])
     probas, w = ens.member_predictions(xs[0])
     assert math.isnan(probas[1][True]) and w[1] == 0.0
 
@@ -400,11 +407,10 @@ def test_every_basis_family_in_one_ensemble():
     model = preprocessing.StandardScaler() | ens
     score = evaluate.progressive_val_score(datasets.Phishing(), model, metrics.Accuracy())
     assert score.get() > 0.85
-    assert len(set(ens._engine.F.tolist())) >= 3
+    assert len({m.basis.n_outputs for m in ens.members}) >= 3
     assert ens.weights.sum() == pytest.approx(1.0)
-    for k in range(ens._engine.M):
-        f = int(ens._engine.F[k])
-        S = ens._engine.Sigma[k, :f, :f]
+    for k in range(len(ens.members)):
+        S = ens.member_posterior(k)[1]
         np.testing.assert_array_equal(S, S.T)
         assert np.linalg.eigvalsh(S).min() > 0
 
@@ -488,7 +494,7 @@ def test_hyperparameters_are_the_label_regression_evidence_fit():
     for got, want in zip(static, ref, strict=True):
         assert got["var_theta"] == want.var_theta
         np.testing.assert_array_equal(list(got["hyper"].values()), want.basis.get_hyper())
-    np.testing.assert_array_equal(model._std.x_mean, X[:150].mean(axis=0))
+    np.testing.assert_array_equal(model.standardizer_.x_mean, X[:150].mean(axis=0))
 
 
 def test_pickle_round_trips_predictions_exactly_after_warm_up_and_clone_is_fresh():
@@ -608,7 +614,8 @@ def test_without_replay_the_members_start_from_their_prior():
     model = _warm(replay=False)
     for x, t in zip(_dicts(X), y, strict=True):
         model.learn_one(x, t)
-    assert model.is_warm and not model._engine.mu.any()
+    assert model.is_warm
+    assert not any(model.member_posterior(k)[0].any() for k in range(len(model.members)))
     np.testing.assert_allclose(model.weights, np.full(8, 1 / 8))
 
 
@@ -673,9 +680,3 @@ def test_pickle_clone_and_pipeline():
     assert fresh["EDOEBEClassifier"].n_samples_seen == 0
     score = evaluate.progressive_val_score(datasets.Phishing(), fresh, metrics.Accuracy())
     assert score.get() > 0.85
-
-
-@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
-def test_check_estimator(cls):
-    for params in cls._unit_test_params():
-        checks.check_estimator(cls(**params))

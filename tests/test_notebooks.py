@@ -65,6 +65,7 @@ def test_notebook_has_no_outputs(path):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_ids(NOTEBOOKS))
 def test_notebook_runs(path, monkeypatch):
     nbformat = pytest.importorskip("nbformat")

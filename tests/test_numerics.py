@@ -184,7 +184,7 @@ def test_a_refused_sample_that_brought_a_new_feature_leaves_no_trace():
     with pytest.raises(ValueError, match="'b'"):
         model.learn_one({"a": 1.0, "b": 1e200}, 1.0)
     assert pickle.dumps(model) == before
-    assert model._schema.names == ("a",)
+    assert model.feature_names_in_ == ("a",)
 
 
 # ------------------------------------------------------------------ observing changes nothing

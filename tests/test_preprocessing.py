@@ -6,7 +6,7 @@ import pickle
 
 import numpy as np
 import pytest
-from river import checks, datasets, linear_model, proba
+from river import datasets, linear_model, proba
 from river import preprocessing as river_preprocessing
 from scipy import stats
 
@@ -38,13 +38,6 @@ def _scaled_pipeline(model):
 
 def _trump(n=300):
     return list(itertools.islice(datasets.TrumpApproval(), n))
-
-
-@pytest.mark.parametrize(
-    "params", list(TargetStandardScaler._unit_test_params()), ids=["dobe", "pipeline-doebe"]
-)
-def test_check_estimator(params):
-    checks.check_estimator(TargetStandardScaler(**params))
 
 
 @pytest.mark.parametrize(

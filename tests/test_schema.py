@@ -58,12 +58,12 @@ def test_a_prediction_never_fixes_or_changes_the_schema():
     dist = model.predict_one({"zzz": 1.0}, with_dist=True)
     # the prior predictive: mean 0, variance var_theta * |phi|^2 + var_eps with phi = (1, bias)
     assert (dist.mu, dist.sigma**2) == (0.0, pytest.approx(2.0 * 2 + 0.5))
-    assert model._schema is None and model.n_samples_seen == 0
+    assert model.feature_names_in_ == () and model.n_samples_seen == 0
     model.learn_one({"a": 1.0}, 1.0)
     before = pickle.dumps(model)
     model.predict_one({"a": 2.0, "b": 5.0})
     assert pickle.dumps(model) == before
-    assert model._schema.names == ("a",)
+    assert model.feature_names_in_ == ("a",)
     # an unseen key is ignored by a prediction
     assert model.predict_one({"a": 2.0, "b": 5.0}) == model.predict_one({"a": 2.0})
 
@@ -72,9 +72,9 @@ def test_member_predictions_before_the_warm_up_raise_and_fix_nothing():
     model = EDOEBE(n_warmup=20)
     with pytest.raises(RuntimeError, match="warm-up"):
         model.member_predictions({"a": 1.0})
-    assert model._schema is None
+    assert model.feature_names_in_ == ()
     model.learn_one({"b": 1.0}, 1.0)
-    assert model._schema.names == ("b",)
+    assert model.feature_names_in_ == ("b",)
 
 
 # ------------------------------------------------------------------ exact growth
@@ -115,8 +115,8 @@ def test_static_posterior_after_growth_equals_the_batch_posterior(make_basis):
     for x, y in data:
         model.predict_one(x)
         model.learn_one(x, y)
-    assert model._schema.names == ("c", "b", "a")
-    basis = model._engine.members[0].basis
+    assert model.feature_names_in_ == ("c", "b", "a")
+    basis = model.basis_
     X = np.array([[x.get(k, 0.0) for k in ("c", "b", "a")] for x, _ in data])
     y = np.array([t for _, t in data])
     if isinstance(basis, RBFNetwork):  # the fitted centres, at 0 in the inputs that came later
@@ -172,7 +172,7 @@ def test_a_basis_that_cannot_grow_fixes_the_schema_and_warns_once_per_feature():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         model.learn_one({"a": 0.3, "c": 1.0}, 1.0)  # warned about 'c' already
-    assert model._schema.names == ("a", "b")
+    assert model.feature_names_in_ == ("a", "b")
 
 
 def test_edoebe_schema_is_the_union_of_its_warm_up_window():
@@ -184,8 +184,8 @@ def test_edoebe_schema_is_the_union_of_its_warm_up_window():
         if t >= 10:
             x["b"] = rng.normal()
         model.learn_one(x, x["a"] + x.get("b", 0.0))
-    assert model.is_warm and model._schema.names == ("a", "b")
-    assert model._engine.n_inputs == 2  # the members were fitted on both inputs
+    assert model.is_warm and model.feature_names_in_ == ("a", "b")
+    assert model.members[0].basis.n_inputs == 2  # the members were fitted on both inputs
     with pytest.warns(RuntimeWarning, match=r"\['z'\].*warm-up"):
         model.learn_one({"a": 1.0, "b": 1.0, "z": 2.0}, 2.0)
 
@@ -286,7 +286,7 @@ def test_a_batch_grows_the_schema_like_its_rows_would():
     for x, t in [({"a": 1.0, "b": 0.5}, 1.0), ({"a": 2.0, "b": 0.0}, 2.0),
                  ({"a": 1.0, "c": 2.0}, 0.0), ({"a": 0.0, "c": 1.0}, 1.0)]:
         twin.learn_one(x, t)
-    assert model._schema.names == twin._schema.names == ("a", "b", "c")
+    assert model.feature_names_in_ == twin.feature_names_in_ == ("a", "b", "c")
     np.testing.assert_allclose(model.posterior[1], twin.posterior[1], rtol=1e-12)
 
 
@@ -301,7 +301,7 @@ def test_from_batch_takes_the_names_of_a_dataframe(cls):
     params = {"families": [RandomFourierFeatures(8, seed=1)], "n_samples": 1, "starts": (1.0,),
               "seed": 0}
     model = cls.from_batch(X, y, **params)
-    assert set(model._schema.names) == {"temp", "hum"}
+    assert set(model.feature_names_in_) == {"temp", "hum"}
     x = {"temp": 2.0, "hum": 0.0}
     out = model.predict_proba_one(x) if cls is EDOEBEClassifier else model.predict_one(x)
     as_array = cls.from_batch(X.to_numpy(), y, feature_names=np.array(["temp", "hum"]), **params)

@@ -214,7 +214,7 @@ def test_weights_start_uniform_after_the_replayed_window():
         model.learn_one(x, t)
     np.testing.assert_allclose(model.weights, 1.0 / len(model.members))
     # ... while the members' filters did learn the window
-    assert model._engine.n_updates == 150
+    assert all(model.member_posterior(k)[0].any() for k in range(len(model.members)))
 
 
 @pytest.mark.parametrize(

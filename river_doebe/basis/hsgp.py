@@ -190,6 +190,7 @@ class HilbertGP(Basis):
 
     @classmethod
     def _unit_test_params(cls):
+        yield {}
         yield {"n_features": 12}
         yield {"n_features": 18, "kernel": "matern52", "lengthscale": 2.0, "boundary": 200.0}
 

@@ -70,6 +70,7 @@ class AdditivePolynomial(Basis):
 
     @classmethod
     def _unit_test_params(cls):
+        yield {}
         yield {"degree": 2}
         yield {"degree": 3, "bias": False}
 

@@ -133,6 +133,7 @@ class RBFNetwork(Basis):
 
     @classmethod
     def _unit_test_params(cls):
+        yield {}
         yield {"n_centres": 5, "lengthscale": 10.0, "seed": 1}
         yield {"n_centres": 3}
 

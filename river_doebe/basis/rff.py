@@ -200,6 +200,7 @@ class RandomFourierFeatures(Basis):
 
     @classmethod
     def _unit_test_params(cls):
+        yield {}
         yield {"n_frequencies": 5, "seed": 1}
         yield {"n_frequencies": 4, "kernel": "matern32", "sampler": "qmc", "seed": 2}
 

@@ -270,7 +270,8 @@ class Fallback:
         """Regression: the mixture's mean and variance in the target's units."""
         w, means, variances = self.mixture(z)
         mean = float(w @ means)
-        return mean, float(w @ (variances + (means - mean) ** 2))
+        with np.errstate(over="ignore"):  # a target around 1e200: its variance is inf
+            return mean, float(w @ (variances + (means - mean) ** 2))
 
     def predict_proba(self, z: np.ndarray) -> tuple[float, float]:
         """Classification: ``(p(code 0), p(code 1))``."""
