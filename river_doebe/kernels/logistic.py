@@ -42,6 +42,7 @@ import numba
 import numpy as np
 
 from river_doebe.kernels.stack import record_update, step_is_finite
+from river_doebe.kernels.weights import log_max
 
 __all__ = [
     "PROBIT_SCALE",
@@ -178,10 +179,7 @@ def mixture_proba(log_w, logit):
     probability close to 0 keeps its relative precision, and they are renormalised to sum to 1.
     """
     M = log_w.shape[0]
-    hi = -np.inf
-    for m in range(M):
-        if log_w[m] > hi:
-            hi = log_w[m]
+    hi = log_max(log_w)
     p0 = 0.0
     p1 = 0.0
     for m in range(M):

@@ -15,7 +15,23 @@ import numpy as np
 
 from river_doebe.kernels.gaussian import LOG_2PI
 
-__all__ = ["bma_log_weights", "mixture_log_density", "mixture_moments", "switch_log_weights"]
+__all__ = [
+    "bma_log_weights",
+    "log_max",
+    "mixture_log_density",
+    "mixture_moments",
+    "switch_log_weights",
+]
+
+
+@numba.njit(cache=True, inline="always")
+def log_max(log_w):
+    """The largest log weight (``-inf`` when every weight is 0): the shift of a stable sum."""
+    hi = -np.inf
+    for m in range(log_w.shape[0]):
+        if log_w[m] > hi:
+            hi = log_w[m]
+    return hi
 
 
 @numba.njit(cache=True)
@@ -86,10 +102,7 @@ def bma_log_weights(log_prior, loglik, log_floor, out):
 def mixture_moments(log_w, mean, var):
     """Moment-matched mixture: ``(sum w m, sum w (v + (m - mean)^2))`` over members with w > 0."""
     M = log_w.shape[0]
-    hi = -np.inf
-    for m in range(M):
-        if log_w[m] > hi:
-            hi = log_w[m]
+    hi = log_max(log_w)
     tot = 0.0
     mu = 0.0
     for m in range(M):
@@ -128,10 +141,7 @@ def mixture_log_density(log_w, mean, var, y):
         if terms[m] > -np.inf:
             acc += math.exp(terms[m] - hi)
     # log_w may be unnormalised: subtract its own logsumexp
-    hw = -np.inf
-    for m in range(M):
-        if log_w[m] > hw:
-            hw = log_w[m]
+    hw = log_max(log_w)
     accw = 0.0
     for m in range(M):
         if log_w[m] > -np.inf:
