@@ -430,8 +430,7 @@ def run_one(model, prep: Prepared, cfg: Config, record_weight=False) -> dict:
         # as EDOEBE() does: every member filters the window, and the weights start uniform
         # after it (the window is in-sample for the fitted hyperparameters, so its predictive
         # densities must not set them, nor drop a member half-way)
-        Zw = [model._ready(x) for x in prep.warm_dicts()]  # fixes the schema, builds the engine
-        model._engine.replay(Zw, prep.Yw)
+        model.replay_window(prep.warm_dicts(), prep.Yw)
     n = prep.n_stream
     every = max(1, n // 200)
     hook = _DynamicWeight(model, n) if record_weight else None

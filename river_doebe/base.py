@@ -297,6 +297,9 @@ class ArrayRegressor(ArrayEstimator):
         """Each member's predictive ``(means, variances)`` and the weights for ``z``."""
         return self._engine.member_predictions(z)
 
+    def _replay_targets(self, ys: list) -> list[float]:
+        return [check_target(t) for t in ys]
+
 
 class ArrayClassifier(ArrayEstimator):
     """The classification face: two labels of any kind (:mod:`river_doebe.labels`), probabilities.
@@ -322,6 +325,16 @@ class ArrayClassifier(ArrayEstimator):
 
     def _learn_z(self, z: np.ndarray, code: int) -> None:
         self._engine.learn(z, code)
+
+    def _replay_targets(self, ys: list) -> list[int]:
+        """The label codes of a batch (the labels join the classifier's, as in learning)."""
+        state = self._labels
+        for label in ys:
+            state, _, flip = state.encode(label)
+            if flip:
+                raise ValueError("a replay cannot relabel what the model has learnt")
+        self._label_state = state
+        return [state.encode(label)[1] for label in ys]
 
     def _member_view(self, z: np.ndarray):
         """Each member's ``predict_proba_one`` dict and the weights for ``z``."""

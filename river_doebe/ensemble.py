@@ -101,6 +101,28 @@ class BaseEnsemble(ArrayEstimator):
             raise RuntimeError("the ensemble has not seen any data yet")
         return self._engine.posterior(k)
 
+    def replay_window(self, X, y) -> None:
+        """Filter the samples ``(X, y)`` through every member without letting them count for the
+        weights: no weight floor drops a member half-way, the log evidence does not count them,
+        and the weights restart uniform afterwards. That is what an E-DOEBE does with its warm-up
+        window, whose predictive densities are in-sample for the hyperparameters fitted on it.
+
+        ``X`` is a DataFrame or a list of dicts (under the input policy, as ``learn_one``), ``y``
+        the targets or labels.
+        """
+        rows = X.to_dict("records") if hasattr(X, "to_dict") else list(X)
+        ys = y.tolist() if hasattr(y, "tolist") else list(y)
+        if len(rows) != len(ys):
+            raise ValueError(f"got {len(rows)} samples but {len(ys)} targets")
+        targets = self._replay_targets(ys)
+        arrays = [self._learn_array(x)[0] for x in rows]
+        if self._engine is None:
+            raise RuntimeError("the ensemble has no members before its warm-up ends")
+        Z = np.zeros((len(arrays), len(self._schema)))
+        for i, z in enumerate(arrays):
+            Z[i, : z.shape[0]] = z  # a feature that joined later is 0 in the rows before it
+        self._engine.replay(Z, targets)
+
     def member_predictions(self, x: dict):
         """Each member's predictive for ``x`` (regression: ``(means, variances)``;
         classification: the ``predict_proba_one`` dicts) and the weights that the ensemble's

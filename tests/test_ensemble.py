@@ -326,3 +326,22 @@ def test_default_floor_keeps_a_member_that_comes_back():
     w40, w_end = run(weight_floor=1e-16)
     assert w40 == 0.0 and w_end == 0.0
     assert DOEBE([DOBE()]).weight_floor == 1e-100
+
+
+def test_replay_window_filters_the_members_and_leaves_the_weights_uniform():
+    """The public replay of a window (what the reproduction benchmark does with the paper's
+    warm-up window): every member learns it as alone, the weights and the evidence do not."""
+    X, y = _stream(n=200)
+    xs = _dicts(X)
+    models = [DOBE(Linear(), var_eps=0.25), DOBE(Linear(), var_eps=50.0, var_rw=1e-3)]
+    ens = EDOEBE(models=models, rw_variances=(1e-3,), weight_floor=1e-16)
+    ens.replay_window(xs, y)
+    np.testing.assert_array_equal(ens.weights, np.full(4, 0.25))
+    assert ens.log_evidence_ == 0.0
+    for k, member in enumerate(ens.members):
+        alone = DOBE(Linear(), member.var_theta, member.var_eps, member.var_rw)
+        for x, t in zip(xs, y):
+            alone.learn_one(x, t)
+        np.testing.assert_allclose(ens.member_posterior(k)[0], alone.posterior[0], rtol=1e-12)
+    with pytest.raises(RuntimeError, match="warm-up"):
+        EDOEBE(n_warmup=500).replay_window(xs[:5], y[:5])
