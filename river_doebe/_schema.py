@@ -23,7 +23,7 @@ import operator
 
 import numpy as np
 
-__all__ = ["Schema", "check_target", "check_targets"]
+__all__ = ["Schema", "check_row", "check_target", "check_targets"]
 
 _FAST_TYPES = frozenset({float, int, np.float64, np.float32, np.int64, np.int32})
 
@@ -106,18 +106,7 @@ class Schema:
         return [k for k in x if k not in self.index]
 
     def _convert(self, vals) -> np.ndarray:
-        if not _FAST_TYPES.issuperset(map(type, vals)):
-            _check_values(self.names, vals)
-        try:
-            total = sum(vals)
-            finite = total - total == 0  # NaN, infinity or an overflowing sum: look closer
-            if finite:
-                return np.array(vals, dtype=np.float64)
-        except OverflowError:  # an int beyond the float range
-            pass
-        for name, v in zip(self.names, vals):
-            _check_finite(name, v)
-        return np.array(vals, dtype=np.float64)
+        return _validated(self.names, vals)
 
     # ------------------------------------------------------------------ frames
     def frame_new_names(self, X) -> list:
@@ -134,6 +123,29 @@ class Schema:
             if j is not None:
                 out[:, j] = column_values(X, name)
         return out
+
+
+def _validated(names, vals) -> np.ndarray:
+    """``vals`` as a float64 array, every value checked (a real, finite number that fits a
+    float); an error names the feature. One sum is the fast check of the usual case."""
+    if not _FAST_TYPES.issuperset(map(type, vals)):
+        _check_values(names, vals)
+    try:
+        total = sum(vals)
+        if total - total == 0:  # NaN, infinity or an overflowing sum: look closer
+            return np.array(vals, dtype=np.float64)
+    except OverflowError:  # an int beyond the float range
+        pass
+    for name, v in zip(names, vals):
+        _check_finite(name, v)
+    return np.array(vals, dtype=np.float64)
+
+
+def check_row(x) -> None:
+    """Validate every value of the dict ``x`` (the features a model would ignore included)."""
+    if not isinstance(x, dict):
+        raise TypeError(f"expected a dict of features, got {type(x).__name__}")
+    _validated(list(x), list(x.values()))
 
 
 def _check_values(names, vals):

@@ -18,6 +18,7 @@ import warnings
 import numpy as np
 
 from river_doebe._schema import Schema, check_frame, check_target, check_targets
+from river_doebe.batch import BatchPath
 from river_doebe.engine import Engine, FilterError
 from river_doebe.labels import Labels, argmax, check_label, same_label
 
@@ -33,7 +34,7 @@ def distributions():
     return module
 
 
-class ArrayEstimator:
+class ArrayEstimator(BatchPath):
     """The river face shared by every estimator of the package, for both tasks.
 
     The input policy (see :mod:`river_doebe._schema`): the first sample learnt fixes the schema
@@ -243,19 +244,53 @@ class ArrayRegressor(ArrayEstimator):
             raise self._refused(err, x, "learn") from None
 
     def learn_many(self, X, y) -> None:
-        """Learn the rows of a DataFrame in order. Everything is validated first (the batch is
-        refused as a whole, with the model unchanged); a row the filters cannot take safely
-        raises :class:`river_doebe.engine.FilterError` naming its position, with the rows
-        before it learnt."""
-        ys = check_targets(y, len(X))
-        Z, commit = self._frame_for_learning(X)
-        commit()
-        for i in range(Z.shape[0]):
-            try:
-                self._learn_z(Z[i], float(ys[i]))
-            except FilterError as err:
-                raise FilterError(f"row {i} of the batch cannot be learnt safely ({err}); the "
-                                  f"{i} rows before it were learnt") from None
+        """Learn the rows of a DataFrame (or a list of dicts) in order, in blocks: the model ends
+        bit for bit as after ``learn_one`` row by row. Everything is validated first (a bad
+        batch is refused as a whole, with the model unchanged); a row the filters cannot take
+        safely raises :class:`river_doebe.engine.FilterError` naming its position, with the
+        rows before it learnt."""
+        self._many(X, y, False, want=False)
+
+    # the block path (river_doebe.batch) -------------------------------------
+    def _batch_targets(self, y, n: int):
+        return check_targets(y, n)
+
+    def _block_target_ok(self, target) -> bool:
+        return True
+
+    def _row(self, row, y, with_dist: bool, want: bool, is_frame: bool):
+        if not is_frame:
+            pred = self.predict_one(row, with_dist=with_dist) if want else None
+            self.learn_one(row, float(y))
+            return pred
+        pred = None
+        if want:
+            pred = self._dist_z(row) if with_dist else self._predict_z(row)[0]
+        self._learn_z(row, float(y))
+        return pred
+
+    def _block(self, Z: np.ndarray, Y: np.ndarray, keep: bool):
+        """The engine's block for ``(Z, Y)`` (the E-DOEBE standardises first and answers in the
+        target's units)."""
+        return self._engine.learn_block(Z, Y, keep)
+
+    def _run_block(self, Z, ys, with_dist: bool, want: bool):
+        keep = want and with_dist and self._mixture_output
+        a, b, extra = self._block(Z, np.asarray(ys, dtype=np.float64), keep)
+        if not want:
+            return None
+        if not with_dist:
+            return a.tolist()
+        if not self._mixture_output:
+            return [distributions().gaussian(m, v) for m, v in zip(a.tolist(), b.tolist())]
+        mixture = distributions().GaussianMixture._from_moments
+        log_prior, means, variances = extra
+        out = []
+        for t in range(len(a)):
+            live = log_prior[t] > -np.inf
+            out.append(mixture(np.exp(log_prior[t][live]), means[t][live], variances[t][live],
+                               a[t], b[t]))
+        return out
 
     def predict_many(self, X):
         import pandas as pd
@@ -356,27 +391,46 @@ class ArrayClassifier(ArrayEstimator):
             raise self._refused(err, x, "learn") from None
 
     def learn_many(self, X, y) -> None:
-        """Learn the rows of a DataFrame in order; everything is validated first (see
+        """Learn the rows of a DataFrame (or a list of dicts) in order, in blocks, bit for bit as
+        ``learn_one`` row by row; everything is validated first (see
         :meth:`river_doebe.DOBE.learn_many`)."""
-        ys = y.tolist() if hasattr(y, "tolist") else list(y)
-        if len(ys) != len(X):
-            raise ValueError(f"got {len(X)} rows of features but {len(ys)} labels")
-        before = self._labels
-        state = before
-        for label in ys:
+        self._many(X, y, False, want=False)
+
+    # the block path (river_doebe.batch) -------------------------------------
+    def _batch_targets(self, y, n: int) -> list:
+        labels = y.tolist() if hasattr(y, "tolist") else list(y)
+        if len(labels) != n:
+            raise ValueError(f"got {n} rows of features but {len(labels)} labels")
+        state = self._labels
+        for label in labels:  # refuses a bad or a third label before anything changes
             state, _, _ = state.encode(label)
-        Z, commit = self._frame_for_learning(X)
-        commit()
-        # learning the batch one by one would flip the earlier codes at most once, when the
-        # second label appears; by symmetry that equals flipping first and using the final codes
-        flip = len(before.labels) == 1 and state.encode(before.labels[0])[1] != before.code
+        return labels
+
+    def _block_target_ok(self, label) -> bool:
+        # a label that is not known yet may flip the codes: the per-sample path takes it
+        return self._labels.encode(label)[0] is self._labels
+
+    def _row(self, row, label, with_dist: bool, want: bool, is_frame: bool):
+        if not is_frame:
+            pred = self.predict_proba_one(row) if want else None
+            self.learn_one(row, label)
+            return pred
+        pred = self._proba_dict(*self._predict_proba_z(row)) if want else None
+        state, code, flip = self._labels.encode(label)
         self._commit(state, flip)
-        for i, label in enumerate(ys):
-            try:
-                self._learn_z(Z[i], state.encode(label)[1])
-            except FilterError as err:
-                raise FilterError(f"row {i} of the batch cannot be learnt safely ({err}); the "
-                                  f"{i} rows before it were learnt") from None
+        self._learn_z(row, code)
+        return pred
+
+    def _block(self, Z: np.ndarray, codes: np.ndarray, keep: bool):
+        """The engine's block for ``(Z, codes)`` (the E-DOEBE standardises first)."""
+        return self._engine.learn_block(Z, codes, keep)
+
+    def _run_block(self, Z, labels, with_dist: bool, want: bool):
+        codes = np.array([self._labels.encode(label)[1] for label in labels], dtype=np.int64)
+        p0, p1, _ = self._block(Z, codes, False)
+        if want:
+            return [self._proba_dict(a, b) for a, b in zip(p0.tolist(), p1.tolist())]
+        return None
 
     def _proba_dict(self, p0: float, p1: float) -> dict:
         keys = self._labels.keys()

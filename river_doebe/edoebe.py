@@ -30,6 +30,7 @@ from river_doebe._schema import Schema, check_frame, check_targets, column_value
 from river_doebe.base import ArrayClassifier, ArrayRegressor, distributions
 from river_doebe.engine import (
     WEIGHT_FLOOR,
+    FilterError,
     LogisticEngine,
     Member,
     edoebe_transition,
@@ -222,6 +223,16 @@ class BaseEDOEBE(BaseEnsemble):
             self._end_warmup()
         return True
 
+    def _counted_block(self, Z, targets, keep):
+        """The engine's block, counting its rows among the samples seen."""
+        try:
+            out = self._engine.learn_block(Z, targets, keep)
+        except FilterError as err:
+            self._n_seen += err.rows_learnt
+            raise
+        self._n_seen += len(Z)
+        return out
+
     def _end_warmup(self) -> None:
         """Fit the members; if that fails on the window's data, say so once and go on with the
         fallback, which then is the model (it keeps learning, and no longer keeps samples)."""
@@ -321,7 +332,7 @@ class BaseEDOEBE(BaseEnsemble):
         if not np.isfinite(X).all():
             raise ValueError("X must be finite")
         model = cls(**{"n_warmup": n, **params})
-        targets = model._batch_targets(y, n)
+        targets = model._history_targets(y, n)
         model._schema = Schema(names)
         Z = X[:, [names.index(c) for c in model._schema.names]]
         w = min(int(model.n_warmup), n)
@@ -440,8 +451,18 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
             self._engine.log_density(self._std.x(z), self._std.y(y)) - math.log(self._std.y_scale)
         )
 
-    def _batch_targets(self, y, n: int) -> np.ndarray:
+    def _history_targets(self, y, n: int) -> np.ndarray:
         return check_targets(y, n)
+
+    def _block(self, Z, Y, keep):
+        std = self._std
+        if std is None:
+            return self._counted_block(Z, Y, keep)
+        a, b, extra = self._counted_block(std.x(Z), std.y(Y), keep)
+        if extra is not None:
+            log_prior, means, variances = extra
+            extra = (log_prior, *std.y_back(means, variances))
+        return *std.y_back(a, b), extra
 
     def member_predictions(self, x: dict):
         """Each member's predictive ``(means, variances)`` for ``x`` in the units of the target,
@@ -576,7 +597,11 @@ class EDOEBEClassifier(BaseEDOEBE, ArrayClassifier, base.MiniBatchClassifier):
             z = self._std.x(z)
         self._engine.learn(z, code)
 
-    def _batch_targets(self, y, n: int) -> np.ndarray:
+    def _block(self, Z, codes, keep):
+        return self._counted_block(Z if self._std is None else self._std.x(Z), codes, keep)
+
+    def _history_targets(self, y, n: int) -> np.ndarray:
+        """The codes of a history's labels (the classifier takes its labels from it)."""
         labels = y.tolist() if hasattr(y, "tolist") else list(y)
         if len(labels) != n:
             raise ValueError(f"got {n} rows of features but {len(labels)} labels")

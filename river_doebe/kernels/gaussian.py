@@ -14,43 +14,115 @@ import math
 import numba
 import numpy as np
 
-from river_doebe.kernels.stack import record_update, step_is_finite
+from river_doebe.kernels.stack import predict_member, record_update, step_is_finite
 
-__all__ = ["LOG_2PI", "gaussian_update"]
+__all__ = ["LOG_2PI", "gaussian_block", "gaussian_block_parallel", "gaussian_update"]
 
 LOG_2PI = math.log(2.0 * math.pi)
 
 
-@numba.njit(cache=True)
-def gaussian_update(F, static, mu, V, mean, var, var_theta, var_eps, y, active, loglik, pc, pg,
-                    pend, n_filtered):
-    """Fold ``y`` into every active member with a Gaussian likelihood; record the owed updates.
+@numba.njit(cache=True, inline="always")
+def _can_learn(f, is_static, mu, v, mean, var, var_theta, var_eps, y):
+    """Whether the member's residual, gain and mean step for ``y`` stay finite."""
+    r = y - mean
+    g = r / var
+    if not (math.isfinite(r) and math.isfinite(g)):
+        return False
+    return step_is_finite(f, is_static, mu, v, var - var_eps, var_theta, g)
 
-    Every active member is checked first: a residual, gain or mean step that would not be finite
-    returns ``m + 1`` for the first such member and changes nothing. Otherwise writes
-    ``loglik[m] = log N(y; mean[m], var[m])`` (``-inf`` for inactive members), updates the means
-    of dynamic members, turns ``V[m]`` into the owed factor (the caller keeps it as ``pvec``:
+
+@numba.njit(cache=True, inline="always")
+def _learn(f, is_static, mu, v, mean, var, var_eps, y, pc, pg, m):
+    """Record member ``m``'s update for ``y``; return its log-likelihood ``log N(y; mean, var)``."""
+    r = y - mean
+    record_update(f, is_static, mu, v, r / var, 1.0 / var, var_eps, pc, pg, m)
+    return -0.5 * (LOG_2PI + math.log(var) + r * r / var)
+
+
+@numba.njit(cache=True)
+def gaussian_update(F, static, mu, V, mean, var, var_theta, var_eps, y, filtered, loglik, pc, pg,
+                    pend, n_filtered):
+    """Fold ``y`` into every filtered member with a Gaussian likelihood; record the owed updates.
+
+    Every filtered member is checked first: a residual, gain or mean step that would not be
+    finite returns ``m + 1`` for the first such member and changes nothing. Otherwise writes
+    ``loglik[m] = log N(y; mean[m], var[m])`` (``-inf`` for the others), updates the means of
+    dynamic members, turns ``V[m]`` into the owed factor (the caller keeps it as ``pvec``:
     ``v sqrt(c)`` for dynamic members, ``f`` for static ones) and returns 0.
     """
     M = mu.shape[0]
     for m in range(M):
-        if not active[m]:
-            continue
-        s = var[m]
-        r = y - mean[m]
-        g = r / s
-        if not (math.isfinite(r) and math.isfinite(g)):
-            return m + 1
-        if not step_is_finite(F[m], static[m], mu[m], V[m], s - var_eps[m], var_theta[m], g):
+        if filtered[m] and not _can_learn(F[m], static[m], mu[m], V[m], mean[m], var[m],
+                                          var_theta[m], var_eps[m], y):
             return m + 1
     for m in range(M):
-        if not active[m]:
+        if not filtered[m]:
             loglik[m] = -np.inf
             continue
-        s = var[m]
-        r = y - mean[m]
-        loglik[m] = -0.5 * (LOG_2PI + math.log(s) + r * r / s)
-        record_update(F[m], static[m], mu[m], V[m], r / s, 1.0 / s, var_eps[m], pc, pg, m)
+        loglik[m] = _learn(F[m], static[m], mu[m], V[m], mean[m], var[m], var_eps[m], y, pc, pg,
+                           m)
         pend[m] = True
         n_filtered[m] += 1
     return 0
+
+
+@numba.njit(cache=True, inline="always")
+def _block_member(m, Phi3, Y, F, static, mu, C, var_rw, var_theta, var_eps, V, E, pvec, pc, pg,
+                  pend, n_filtered, mean_out, var_out, loglik_out):
+    """Member ``m`` through every row of a block, as the per-sample steps would take it; returns
+    the first row it cannot take (its status says why), or -1."""
+    f = F[m]
+    for t in range(Y.shape[0]):
+        mean, var = mean_out[t], var_out[t]
+        if predict_member(m, Phi3[t], F, static, mu, C, var_rw, var_eps, True, V, E, pvec, pc,
+                          pg, pend, mean, var):
+            return t
+        if not _can_learn(f, static[m], mu[m], V[m], mean[m], var[m], var_theta[m],
+                          var_eps[m], Y[t]):
+            return t
+        loglik_out[t, m] = _learn(f, static[m], mu[m], V[m], mean[m], var[m], var_eps[m], Y[t],
+                                  pc, pg, m)
+        for i in range(f):  # the owed factor, kept as the per-sample engine keeps it
+            pvec[m, i] = V[m, i]
+        pend[m] = True
+        n_filtered[m] += 1
+    return -1
+
+
+@numba.njit(cache=True)
+def gaussian_block(Phi3, Y, F, static, mu, C, var_rw, var_theta, var_eps, filtered, V, E, pvec,
+                   pc, pg, pend, n_filtered, mean_out, var_out, loglik_out, bad_row):
+    """A block of rows member by member: every filtered member through every row (its
+    covariance stays in cache), writing each row's predictive ``mean_out[t, m]``,
+    ``var_out[t, m]`` and ``loglik_out[t, m]`` (``-inf`` for the others) and, in ``bad_row[m]``,
+    the first row the member could not take (-1: none). The weights are the caller's, row by row
+    afterwards (:func:`river_doebe.kernels.weights.weigh_block`): the members' filters do not
+    depend on them."""
+    for m in range(F.shape[0]):
+        bad_row[m] = _block_row(m, Phi3, Y, F, static, mu, C, var_rw, var_theta, var_eps,
+                                filtered, V, E, pvec, pc, pg, pend, n_filtered, mean_out,
+                                var_out, loglik_out)
+
+
+@numba.njit(cache=True, parallel=True)
+def gaussian_block_parallel(Phi3, Y, F, static, mu, C, var_rw, var_theta, var_eps, filtered, V,
+                            E, pvec, pc, pg, pend, n_filtered, mean_out, var_out, loglik_out,
+                            bad_row):
+    """:func:`gaussian_block` with the members spread over threads (the same numbers)."""
+    for m in numba.prange(F.shape[0]):
+        bad_row[m] = _block_row(m, Phi3, Y, F, static, mu, C, var_rw, var_theta, var_eps,
+                                filtered, V, E, pvec, pc, pg, pend, n_filtered, mean_out,
+                                var_out, loglik_out)
+
+
+@numba.njit(cache=True, inline="always")
+def _block_row(m, Phi3, Y, F, static, mu, C, var_rw, var_theta, var_eps, filtered, V, E, pvec,
+               pc, pg, pend, n_filtered, mean_out, var_out, loglik_out):
+    if not filtered[m]:
+        predict_member(m, Phi3[0], F, static, mu, C, var_rw, var_eps, False, V, E, pvec, pc,
+                       pg, pend, mean_out[0], var_out[0])  # an owed update, applied
+        for t in range(Y.shape[0]):
+            loglik_out[t, m] = -np.inf
+        return -1
+    return _block_member(m, Phi3, Y, F, static, mu, C, var_rw, var_theta, var_eps, V, E, pvec,
+                         pc, pg, pend, n_filtered, mean_out, var_out, loglik_out)

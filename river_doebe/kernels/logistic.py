@@ -41,16 +41,18 @@ import math
 import numba
 import numpy as np
 
-from river_doebe.kernels.stack import record_update, step_is_finite
-from river_doebe.kernels.weights import log_max
+from river_doebe.kernels.stack import predict_member, record_update, step_is_finite
+from river_doebe.kernels.weights import sigmoid
 
 __all__ = [
+    "laplace_block",
+    "laplace_block_parallel",
+    "probit_logit",
     "PROBIT_SCALE",
     "log_sigmoid",
     "sigmoid",
     "probit_logits",
     "laplace_update_stack",
-    "mixture_proba",
     "solve_laplace_step",
 ]
 
@@ -59,15 +61,6 @@ PROBIT_SCALE = math.pi / 8.0
 
 _MAX_ITER = 200
 _TOL = 1e-15
-
-
-@numba.njit(cache=True, inline="always")
-def sigmoid(x):
-    """``1 / (1 + exp(-x))`` without overflow."""
-    if x >= 0.0:
-        return 1.0 / (1.0 + math.exp(-x))
-    e = math.exp(x)
-    return e / (1.0 + e)
 
 
 @numba.njit(cache=True, inline="always")
@@ -116,31 +109,40 @@ def solve_laplace_step(a, s2, y):
     return t, lam
 
 
+@numba.njit(cache=True, inline="always")
+def probit_logit(mean, var):
+    """``mean / sqrt(1 + pi var / 8)``: ``sigmoid`` of it is the probit-approximated ``p(y = 1)``
+    of the latent predictive ``N(mean, var)``."""
+    return mean / math.sqrt(1.0 + PROBIT_SCALE * var)
+
+
 @numba.njit(cache=True)
 def probit_logits(mean, var, active, logit):
-    """``logit[m] = mean[m] / sqrt(1 + pi var[m] / 8)`` for every active member (else 0).
-
-    ``sigmoid(logit[m])`` is the member's probit-approximated ``p(y = 1)`` given the latent
-    predictive ``N(mean[m], var[m])``.
-    """
+    """``logit[m] = probit_logit(mean[m], var[m])`` for every active member (else 0)."""
     M = mean.shape[0]
     for m in range(M):
-        if not active[m]:
-            logit[m] = 0.0
-            continue
-        logit[m] = mean[m] / math.sqrt(1.0 + PROBIT_SCALE * var[m])
+        logit[m] = probit_logit(mean[m], var[m]) if active[m] else 0.0
+
+
+@numba.njit(cache=True, inline="always")
+def _learn(f, is_static, mu, v, var, logit, t, lam, y, pc, pg, m):
+    """Record member ``m``'s Laplace step (``t``, ``lam``); return ``log p_m(y)``."""
+    alpha0 = 1.0 / lam if lam > 0.0 else np.inf
+    c = lam / (1.0 + lam * var)
+    record_update(f, is_static, mu, v, t, c, alpha0, pc, pg, m)
+    return log_sigmoid((1.0 if y == 1 else -1.0) * logit)
 
 
 @numba.njit(cache=True)
-def laplace_update_stack(F, static, mu, V, mean, var, logit, var_theta, y, active, loglik, pc, pg,
-                         pend, n_filtered, t_buf, lam_buf):
-    """Fold the label ``y`` (0 or 1) into every active member, given its predict step.
+def laplace_update_stack(F, static, mu, V, mean, var, logit, var_theta, y, filtered, loglik, pc,
+                         pg, pend, n_filtered, t_buf, lam_buf):
+    """Fold the label ``y`` (0 or 1) into every filtered member, given its predict step.
 
     ``V``, ``mean``, ``var`` are the latent predictive quantities of
-    :func:`river_doebe.kernels.stack.predict_stack` run with ``var_eps = 0``, and ``logit`` those of
-    :func:`probit_logits`. Every active member is checked first (a mean step that would not be
-    finite returns ``m + 1`` and changes nothing). Then writes ``loglik[m] = log p_m(y)`` under the
-    probit-approximated predictive (``-inf`` for inactive members), and records each member's
+    :func:`river_doebe.kernels.stack.predict_stack` run with ``var_eps = 0``, and ``logit`` those
+    of :func:`probit_logits`. Every filtered member is checked first (a mean step that would not
+    be finite returns ``m + 1`` and changes nothing). Then writes ``loglik[m] = log p_m(y)`` under
+    the probit-approximated predictive (``-inf`` for the others), and records each member's
     Laplace step as the owed update of :mod:`river_doebe.kernels.stack`: gain ``t*`` and curvature
     ``c = lam / (1 + lam s2)``, which for a static member is the measurement update with noise
     variance ``alpha_0 = 1 / lam`` (``inf`` when ``lam`` underflows: the mean moves, the
@@ -148,44 +150,72 @@ def laplace_update_stack(F, static, mu, V, mean, var, logit, var_theta, y, activ
     """
     M = mu.shape[0]
     for m in range(M):
-        if not active[m]:
+        if not filtered[m]:
             continue
-        t, lam = solve_laplace_step(mean[m], var[m], y)
-        t_buf[m] = t
-        lam_buf[m] = lam
-        if not step_is_finite(F[m], static[m], mu[m], V[m], var[m], var_theta[m], t):
+        t_buf[m], lam_buf[m] = solve_laplace_step(mean[m], var[m], y)
+        if not step_is_finite(F[m], static[m], mu[m], V[m], var[m], var_theta[m], t_buf[m]):
             return m + 1
-    sgn = 1.0 if y == 1 else -1.0
     for m in range(M):
-        if not active[m]:
+        if not filtered[m]:
             loglik[m] = -np.inf
             continue
-        loglik[m] = log_sigmoid(sgn * logit[m])
-        lam = lam_buf[m]
-        alpha0 = 1.0 / lam if lam > 0.0 else np.inf
-        c = lam / (1.0 + lam * var[m])
-        record_update(F[m], static[m], mu[m], V[m], t_buf[m], c, alpha0, pc, pg, m)
+        loglik[m] = _learn(F[m], static[m], mu[m], V[m], var[m], logit[m], t_buf[m], lam_buf[m],
+                           y, pc, pg, m)
         pend[m] = True
         n_filtered[m] += 1
     return 0
 
 
-@numba.njit(cache=True)
-def mixture_proba(log_w, logit):
-    """``(p0, p1)``: the weighted mixture of the members' probit predictives.
+@numba.njit(cache=True, inline="always")
+def _block_row(m, Phi3, Y, F, static, mu, C, var_rw, var_theta, var_eps, filtered, V, E, pvec,
+               pc, pg, pend, n_filtered, mean_out, var_out, logit_out, loglik_out):
+    """Member ``m`` through every row of a block (see :func:`laplace_block`); returns the first
+    row it cannot take, or -1."""
+    if not filtered[m]:
+        predict_member(m, Phi3[0], F, static, mu, C, var_rw, var_eps, False, V, E, pvec, pc,
+                       pg, pend, mean_out[0], var_out[0])  # an owed update, applied
+        for t in range(Y.shape[0]):
+            loglik_out[t, m] = -np.inf
+            logit_out[t, m] = 0.0
+        return -1
+    f = F[m]
+    for t in range(Y.shape[0]):
+        mean, var = mean_out[t], var_out[t]
+        if predict_member(m, Phi3[t], F, static, mu, C, var_rw, var_eps, True, V, E, pvec, pc,
+                          pg, pend, mean, var):
+            return t
+        logit = probit_logit(mean[m], var[m])
+        logit_out[t, m] = logit
+        step, lam = solve_laplace_step(mean[m], var[m], Y[t])
+        if not step_is_finite(f, static[m], mu[m], V[m], var[m], var_theta[m], step):
+            return t
+        loglik_out[t, m] = _learn(f, static[m], mu[m], V[m], var[m], logit, step, lam, Y[t], pc,
+                                  pg, m)
+        for i in range(f):  # the owed factor, kept as the per-sample engine keeps it
+            pvec[m, i] = V[m, i]
+        pend[m] = True
+        n_filtered[m] += 1
+    return -1
 
-    ``p1 = sum_m w_m sigmoid(logit[m])`` and ``p0 = sum_m w_m sigmoid(-logit[m])`` over members
-    with ``w_m > 0`` (the weights need not be normalised); both are computed directly, so a
-    probability close to 0 keeps its relative precision, and they are renormalised to sum to 1.
-    """
-    M = log_w.shape[0]
-    hi = log_max(log_w)
-    p0 = 0.0
-    p1 = 0.0
-    for m in range(M):
-        if log_w[m] > -np.inf:
-            w = math.exp(log_w[m] - hi)
-            p1 += w * sigmoid(logit[m])
-            p0 += w * sigmoid(-logit[m])
-    s = p0 + p1
-    return p0 / s, p1 / s
+
+@numba.njit(cache=True)
+def laplace_block(Phi3, Y, F, static, mu, C, var_rw, var_theta, var_eps, filtered, V, E, pvec,
+                  pc, pg, pend, n_filtered, mean_out, var_out, logit_out, loglik_out, bad_row):
+    """A block of labelled rows member by member, as
+    :func:`river_doebe.kernels.gaussian.gaussian_block` for the regressors; also writes the
+    probit logits ``logit_out[t, m]`` the row's prediction needs."""
+    for m in range(F.shape[0]):
+        bad_row[m] = _block_row(m, Phi3, Y, F, static, mu, C, var_rw, var_theta, var_eps,
+                                filtered, V, E, pvec, pc, pg, pend, n_filtered, mean_out,
+                                var_out, logit_out, loglik_out)
+
+
+@numba.njit(cache=True, parallel=True)
+def laplace_block_parallel(Phi3, Y, F, static, mu, C, var_rw, var_theta, var_eps, filtered, V,
+                           E, pvec, pc, pg, pend, n_filtered, mean_out, var_out, logit_out,
+                           loglik_out, bad_row):
+    """:func:`laplace_block` with the members spread over threads (the same numbers)."""
+    for m in numba.prange(F.shape[0]):
+        bad_row[m] = _block_row(m, Phi3, Y, F, static, mu, C, var_rw, var_theta, var_eps,
+                                filtered, V, E, pvec, pc, pg, pend, n_filtered, mean_out,
+                                var_out, logit_out, loglik_out)

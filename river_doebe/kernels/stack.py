@@ -54,7 +54,16 @@ import math
 import numba
 import numpy as np
 
-__all__ = ["flush_stack", "predict_stack", "record_update", "repair_covariance", "step_is_finite"]
+__all__ = [
+    "flush_stack",
+    "predict_member",
+    "predict_stack",
+    "predict_stack_parallel",
+    "reachable",
+    "record_update",
+    "repair_covariance",
+    "step_is_finite",
+]
 
 #: a dynamic member's ``phi' Sigma_pred phi`` may fall short of ``var_rw |phi|^2`` by this
 #: relative amount (rounding) before its covariance counts as broken
@@ -142,55 +151,93 @@ def _dynamic_sweep(f, owes, want, phi, S, v, pu, rw):
                     v[i] += row[i] * pj
 
 
-@numba.njit(cache=True)
-def predict_stack(Phi, F, static, mu, C, var_rw, var_eps, active, V, E, mean, var, pvec, pc,
-                  pg, pend, status):
-    """Predictive moments of every active member (and the owed updates of every member).
+@numba.njit(cache=True, inline="always")
+def _moments(f, is_static, phi, mu, v, var_eps):
+    """``(mean, q, pp)``: ``phi' mu``, the quadratic form of the prediction (``|U' phi|^2`` or
+    ``phi' Sigma_pred phi``) and, for a dynamic member, ``|phi|^2``."""
+    s = 0.0
+    q = 0.0
+    pp = 0.0
+    if is_static:
+        for i in range(f):
+            q += v[i] * v[i]
+            s += phi[i] * mu[i]
+    else:
+        for i in range(f):
+            q += phi[i] * v[i]
+            s += phi[i] * mu[i]
+            pp += phi[i] * phi[i]
+    return s, q, pp
 
-    Writes ``V[m]`` (``U' phi`` for a static member, ``Sigma_pred phi`` for a dynamic one),
-    ``mean[m]`` and ``var[m]``, and ``status[m]``: 0 fine, 1 a dynamic member's covariance is
-    no longer positive semi-definite along ``phi`` (repair it and predict again), 2 the
-    moments are not finite (the features are too large). Returns the number of members with a
-    non-zero status.
+
+@numba.njit(cache=True, inline="always")
+def predict_member(m, Phi, F, static, mu, C, var_rw, var_eps, want, V, E, pvec, pc, pg, pend,
+                   mean, var):
+    """Member ``m``'s step: apply its owed update and, with ``want``, write its predictive
+    ``mean[m]``, ``var[m]`` and ``V[m]`` (``U' phi`` static, ``Sigma_pred phi`` dynamic).
+
+    Returns a status: 0 fine; 2 the moments are not finite (the features are too large); 3 a
+    dynamic member's covariance lost its positive definiteness along ``phi`` (rounding) and even
+    the repaired one (:func:`repair_covariance`, then predicting again) gives a negative
+    ``phi' Sigma_pred phi``. A repair whose prediction falls short of ``var_rw |phi|^2`` only by
+    rounding is accepted: the variance is still at least the noise variance.
     """
+    f = F[m]
+    owes = pend[m]
+    if owes:
+        pend[m] = False
+    if not (owes or want):
+        return 0
+    phi = Phi[m]
+    is_static = static[m]
+    if is_static:
+        _static_sweep(f, owes, want, phi, mu[m], C[m], V[m], E[m], pvec[m], pc[m], pg[m])
+    else:
+        _dynamic_sweep(f, owes, want, phi, C[m], V[m], pvec[m], var_rw[m])
+    if not want:
+        return 0
+    s, q, pp = _moments(f, is_static, phi, mu[m], V[m], var_eps[m])
+    if math.isfinite(s) and math.isfinite(q) and not is_static:
+        if not q >= var_rw[m] * pp * (1.0 - _PSD_SLACK):
+            S = C[m, :f, :f]
+            S[:, :] = repair_covariance(S)
+            _dynamic_sweep(f, False, True, phi, C[m], V[m], pvec[m], var_rw[m])
+            s, q, pp = _moments(f, False, phi, mu[m], V[m], var_eps[m])
+            if q < 0.0:
+                return 3
+    mean[m] = s
+    var[m] = q + var_eps[m]
+    if not (math.isfinite(s) and math.isfinite(var[m])):
+        return 2
+    return 0
+
+
+@numba.njit(cache=True)
+def predict_stack(Phi, F, static, mu, C, var_rw, var_eps, filtered, V, E, mean, var, pvec, pc,
+                  pg, pend, status):
+    """:func:`predict_member` for every member in turn (``want``: ``filtered[m]``); writes
+    ``status`` and returns how many are not 0."""
+    n_bad = 0
+    for m in range(Phi.shape[0]):
+        status[m] = predict_member(m, Phi, F, static, mu, C, var_rw, var_eps, filtered[m], V, E,
+                                   pvec, pc, pg, pend, mean, var)
+        if status[m]:
+            n_bad += 1
+    return n_bad
+
+
+@numba.njit(cache=True, parallel=True)
+def predict_stack_parallel(Phi, F, static, mu, C, var_rw, var_eps, filtered, V, E, mean, var,
+                           pvec, pc, pg, pend, status):
+    """:func:`predict_stack` with the members spread over threads: the same numbers (each
+    member's arithmetic is its own), for stacks large enough to pay for the threads."""
     M = Phi.shape[0]
+    for m in numba.prange(M):
+        status[m] = predict_member(m, Phi, F, static, mu, C, var_rw, var_eps, filtered[m], V, E,
+                                   pvec, pc, pg, pend, mean, var)
     n_bad = 0
     for m in range(M):
-        f = F[m]
-        owes = pend[m]
-        want = active[m]
-        status[m] = 0
-        if owes:
-            pend[m] = False
-        if not (owes or want):
-            continue
-        phi = Phi[m]
-        if static[m]:
-            _static_sweep(f, owes, want, phi, mu[m], C[m], V[m], E[m], pvec[m], pc[m], pg[m])
-        else:
-            _dynamic_sweep(f, owes, want, phi, C[m], V[m], pvec[m], var_rw[m])
-        if not want:
-            continue
-        v = V[m]
-        s = 0.0
-        q = 0.0
-        if static[m]:
-            for i in range(f):
-                q += v[i] * v[i]
-                s += phi[i] * mu[m, i]
-        else:
-            pp = 0.0
-            for i in range(f):
-                q += phi[i] * v[i]
-                s += phi[i] * mu[m, i]
-                pp += phi[i] * phi[i]
-        mean[m] = s
-        var[m] = q + var_eps[m]
-        if not (math.isfinite(s) and math.isfinite(var[m])):
-            status[m] = 2
-            n_bad += 1
-        elif not static[m] and not q >= var_rw[m] * pp * (1.0 - _PSD_SLACK):
-            status[m] = 1
+        if status[m]:
             n_bad += 1
     return n_bad
 
@@ -251,3 +298,27 @@ def repair_covariance(S):
     return 0.5 * (R + R.T)
 
 
+@numba.njit(cache=True)
+def reachable(log_w, indptr, indices, out):
+    """The members that can still carry weight: those with weight (``log_w > -inf``) and those a
+    switching matrix (CSC ``indptr``, ``indices`` of its non-zero entries) lets weight reach
+    from them, step after step. Writes the mask ``out``; returns how many there are."""
+    M = log_w.shape[0]
+    for j in range(M):
+        out[j] = log_w[j] > -np.inf
+    changed = indptr.shape[0] == M + 1
+    while changed:
+        changed = False
+        for j in range(M):
+            if out[j]:
+                continue
+            for p in range(indptr[j], indptr[j + 1]):
+                if out[indices[p]]:
+                    out[j] = True
+                    changed = True
+                    break
+    n = 0
+    for j in range(M):
+        if out[j]:
+            n += 1
+    return n

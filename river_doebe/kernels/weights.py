@@ -20,7 +20,10 @@ __all__ = [
     "log_max",
     "mixture_log_density",
     "mixture_moments",
+    "mixture_proba",
+    "sigmoid",
     "switch_log_weights",
+    "weigh_block",
 ]
 
 
@@ -147,3 +150,71 @@ def mixture_log_density(log_w, mean, var, y):
         if log_w[m] > -np.inf:
             accw += math.exp(log_w[m] - hw)
     return hi + math.log(acc) - (hw + math.log(accw))
+
+
+@numba.njit(cache=True)
+def mixture_proba(log_w, logit):
+    """``(p0, p1)``: the weighted mixture of the members' probit predictives.
+
+    ``p1 = sum_m w_m sigmoid(logit[m])`` and ``p0 = sum_m w_m sigmoid(-logit[m])`` over members
+    with ``w_m > 0`` (the weights need not be normalised); both are computed directly, so a
+    probability close to 0 keeps its relative precision, and they are renormalised to sum to 1.
+    """
+    M = log_w.shape[0]
+    hi = log_max(log_w)
+    p0 = 0.0
+    p1 = 0.0
+    for m in range(M):
+        if log_w[m] > -np.inf:
+            w = math.exp(log_w[m] - hi)
+            p1 += w * sigmoid(logit[m])
+            p0 += w * sigmoid(-logit[m])
+    s = p0 + p1
+    return p0 / s, p1 / s
+
+
+@numba.njit(cache=True, inline="always")
+def sigmoid(x):
+    """``1 / (1 + exp(-x))`` without overflow."""
+    if x >= 0.0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+@numba.njit(cache=True)
+def weigh_block(log_w, new_log_w, log_prior, switching, indptr, indices, log_q, log_floor,
+                mean_b, var_b, logit_b, loglik_b, classify, pred_a, pred_b, prior_out,
+                log_evidence):
+    """The weights' part of a block of rows, row after row, as the per-sample steps do it.
+
+    Before row ``t``: switch the weights (or copy them) into ``log_prior``; the prediction for
+    the row is the mixture of the members' predictives under those weights, ``(mean, var)`` in
+    ``pred_a[t], pred_b[t]`` (a classifier: ``(p0, p1)`` from the logits); ``prior_out[t]`` keeps
+    the weights (when it has rows). Then the BMA step with the row's log-likelihoods. Returns the
+    log evidence, ``log_evidence`` plus the block's.
+    """
+    B, M = mean_b.shape
+    for t in range(B):
+        if M > 1:
+            if switching:
+                switch_log_weights(log_w, indptr, indices, log_q, log_prior)
+            else:
+                for m in range(M):
+                    log_prior[m] = log_w[m]
+        if classify:
+            pred_a[t], pred_b[t] = mixture_proba(log_prior, logit_b[t])
+        elif M > 1:
+            pred_a[t], pred_b[t] = mixture_moments(log_prior, mean_b[t], var_b[t])
+        else:
+            pred_a[t], pred_b[t] = mean_b[t, 0], var_b[t, 0]
+        if prior_out.shape[0]:
+            for m in range(M):
+                prior_out[t, m] = log_prior[m]
+        if M > 1:
+            log_evidence += bma_log_weights(log_prior, loglik_b[t], log_floor, new_log_w)
+            for m in range(M):
+                log_w[m] = new_log_w[m]
+        else:
+            log_evidence += loglik_b[t, 0]
+    return log_evidence

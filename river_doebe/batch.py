@@ -1,0 +1,132 @@
+"""Many rows at once: ``predict_learn_many`` and the block path of ``learn_many``.
+
+A stream stored in a DataFrame or a list of dicts is learnt in blocks: every member runs through
+every row of a block while its covariance stays in the cache, then the weights take the rows one
+by one (:meth:`river_doebe.engine.Engine.learn_block`). The result is bit for bit what
+``predict_one`` then ``learn_one`` row after row give: the same predictions (each made before its
+row is learnt), the same weights, the same log evidence, the same state.
+
+The rows that cannot be part of a block take the per-sample path, in order: a row that starts or
+grows the input schema, a label not seen yet (a classifier's codes may flip), an E-DOEBE's
+warm-up, a basis that changes with the samples it learns (an RBF network placing its centres).
+Everything is validated before anything changes; a row the filters refuse
+(:class:`river_doebe.engine.FilterError`) stops the batch there, with the rows before it learnt.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from river_doebe._schema import check_frame, check_row
+from river_doebe.engine import FilterError
+
+__all__ = ["BatchPath"]
+
+#: rows per block: enough for a member's covariance to stay in cache through many rows, few
+#: enough that the block's features and per-row outputs stay small
+BLOCK = 256
+
+
+class BatchPath:
+    """The block path of the estimators (mixed into :class:`river_doebe.base.ArrayEstimator`).
+
+    The task's face gives ``_batch_targets`` (validated targets), ``_row`` (one row the
+    per-sample way), ``_block_target_ok`` and ``_run_block``.
+    """
+
+    def predict_learn_many(self, X, y, with_dist: bool = False) -> list:
+        """For each row of ``X``, the prediction made before the row is learnt, then learn it.
+
+        Exactly what ``predict_one(x, with_dist)`` (a classifier: ``predict_proba_one(x)``)
+        then ``learn_one(x, y)`` row after row would return and leave behind, bit for bit, but
+        member by member in blocks of rows: the way to feed a stored stream.
+
+        Parameters
+        ----------
+        X
+            A DataFrame, or a list of dicts, in stream order.
+        y
+            The targets (labels), one per row.
+        with_dist
+            Regression: return the predictive distributions instead of their means.
+
+        Returns
+        -------
+        list
+            One prediction per row: a float (or a distribution) for a regressor, a
+            ``predict_proba_one`` dict for a classifier.
+        """
+        return self._many(X, y, with_dist, want=True)
+
+    def _many(self, X, y, with_dist: bool, want: bool):
+        is_frame = hasattr(X, "columns")
+        if is_frame:
+            check_frame(X)
+            n = len(X)
+        else:
+            rows = X if isinstance(X, list) else list(X)
+            n = len(rows)
+            for x in rows:
+                check_row(x)
+        targets = self._batch_targets(y, n)
+        if is_frame:
+            Z, commit = self._frame_for_learning(X)
+            commit()
+            rows = list(Z)
+        out = [None] * n if want else None
+        block: list[int] = []
+        zs: list[np.ndarray] = []
+
+        def flush():
+            if block:
+                self._flush_block(block, zs, targets, with_dist, want, out)
+                block.clear()
+                zs.clear()
+
+        for i in range(n):
+            z = self._block_array(rows[i], is_frame)
+            if z is not None and self._block_target_ok(targets[i]):
+                block.append(i)
+                zs.append(z)
+                if len(block) == BLOCK:
+                    flush()
+                continue
+            flush()
+            try:
+                pred = self._row(rows[i], targets[i], with_dist, want, is_frame)
+            except FilterError as err:
+                raise FilterError(f"row {i} cannot be taken safely ({err}); the rows before it "
+                                  "were learnt") from None
+            if want:
+                out[i] = pred
+        flush()
+        return out
+
+    def _flush_block(self, block, zs, targets, with_dist, want, out):
+        Z = np.vstack(zs)
+        try:
+            preds = self._run_block(Z, [targets[i] for i in block], with_dist, want)
+        except FilterError as err:
+            row = block[getattr(err, "rows_learnt", 0)]
+            raise FilterError(f"row {row} cannot be learnt safely ({err}); the rows before it "
+                              "were learnt") from None
+        if want:
+            for i, p in zip(block, preds, strict=True):
+                out[i] = p
+
+    def _block_ready(self) -> bool:
+        """Whether the next rows may go into a block (the engine exists and is exact in blocks)."""
+        return self._engine is not None and self._engine.can_block
+
+    def _block_array(self, row, is_frame: bool):
+        """The row's array for a block, or ``None`` when it needs the per-sample path."""
+        if not self._block_ready():
+            return None
+        if is_frame:
+            return row
+        z, new = self._schema.to_array_and_new(row)
+        if new:
+            if self._schema_is_free():
+                return None  # the schema grows here: the per-sample path
+            self._ignore(new)
+        return z

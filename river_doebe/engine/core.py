@@ -1,0 +1,531 @@
+"""The engine of the regressors: a stack of members, filtered together and weighted."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from river_doebe._checks import check_transition
+from river_doebe.basis.base import stack_params
+from river_doebe.engine.members import FilterError, Member, csc_transition
+from river_doebe.engine.threads import use_threads
+from river_doebe.kernels.gaussian import gaussian_block, gaussian_block_parallel, gaussian_update
+from river_doebe.kernels.stack import (
+    flush_stack,
+    predict_stack,
+    predict_stack_parallel,
+    reachable,
+)
+from river_doebe.kernels.weights import (
+    bma_log_weights,
+    mixture_log_density,
+    mixture_moments,
+    switch_log_weights,
+    weigh_block,
+)
+
+__all__ = ["Engine"]
+
+#: why a member refused a sample (the status of :func:`river_doebe.kernels.stack.predict_member`)
+_REFUSALS = {
+    2: "its basis expansion or predictive moments are not finite",
+    3: "it lost the positive definiteness of its covariance even after a repair",
+}
+
+
+class Engine:
+    """``M`` Bayesian basis-expansion learners filtered together, optionally weighted and switched.
+
+    Parameters
+    ----------
+    members
+        The members' records. Their bases are used (and initialised) in place.
+    transition
+        ``None`` for no switching, else a row-stochastic ``(M, M)`` matrix.
+    weight_floor
+        Posterior weights below it are set to zero (paper Sec. 3.1). ``0`` disables the floor.
+
+    A member is filtered while it can still carry weight: under model averaging while its weight
+    is positive, under switching while weight can still flow to it from a member that has some
+    (its twins, in an E-DOEBE). A member that can never carry weight again is dead: it leaves the
+    stack, and its memory and time with it; :attr:`weights` reports it with weight 0 and the
+    views keep the members' original order (:attr:`live` maps stack rows to it).
+    """
+
+    #: member parameters that must be positive (a likelihood without noise drops ``var_eps``)
+    _positive_params: tuple[str, ...] = ("var_theta", "var_eps")
+
+    #: per-step buffers, rebuilt rather than pickled
+    _scratch: frozenset = frozenset(
+        ("Phi", "V", "E", "mean", "var", "loglik", "new_log_w", "filtered", "log_prior",
+         "status", "_cache_z", "_reach")
+    )
+
+    def __init__(self, members: list[Member], transition=None, weight_floor: float = 0.0):
+        if not members:
+            raise ValueError("an ensemble needs at least one member")
+        self.members = list(members)
+        for name in self._positive_params:
+            vals = np.array([getattr(m, name) for m in members], dtype=np.float64)
+            if not (np.isfinite(vals).all() and (vals > 0).all()):
+                raise ValueError(f"{name} must be positive and finite, got {vals.tolist()}")
+        rw = np.array([m.var_rw for m in members], dtype=np.float64)
+        if not (np.isfinite(rw).all() and (rw >= 0).all()):
+            raise ValueError(f"var_rw must be non-negative and finite, got {rw.tolist()}")
+        self._Q = None
+        if transition is not None:
+            self._Q = check_transition(transition)
+            if self._Q.shape[0] != len(members):
+                raise ValueError(
+                    f"the transition matrix is for {self._Q.shape[0]} members, "
+                    f"the ensemble has {len(members)}"
+                )
+        if not 0.0 <= weight_floor < 1.0:
+            raise ValueError(f"weight_floor must be in [0, 1), got {weight_floor!r}")
+        self.log_floor = math.log(weight_floor) if weight_floor > 0 else -np.inf
+        self.live = np.arange(len(members), dtype=np.int64)
+        self._per_member()
+        self.n_inputs: int | None = None
+
+    def _per_member(self) -> None:
+        """The per-row parameters of the live members (again after a compaction)."""
+        rows = [self.members[i] for i in self.live.tolist()]
+        self.M = len(rows)
+        self.var_theta = np.array([m.var_theta for m in rows], dtype=np.float64)
+        self.var_eps = np.array([m.var_eps for m in rows], dtype=np.float64)
+        self.var_rw = np.array([m.var_rw for m in rows], dtype=np.float64)
+        self.static = self.var_rw == 0.0
+        self.transition = (
+            None if self._Q is None else csc_transition(self._Q[np.ix_(self.live, self.live)])
+        )
+
+    @property
+    def stack(self) -> list[Member]:
+        """The live members, in stack order."""
+        return [self.members[i] for i in self.live.tolist()]
+
+    # ------------------------------------------------------------------ set-up
+    def setup(self, n_inputs: int) -> None:
+        """Initialise the bases for ``n_inputs`` inputs and allocate the stacked state."""
+        for m in self.members:
+            m.basis.initialize(n_inputs)
+        self.n_inputs = n_inputs
+        M = self.M
+        self.F = np.array([m.basis.n_outputs for m in self.stack], dtype=np.int64)
+        Fmax = int(self.F.max())
+        self._mu = np.zeros((M, Fmax))
+        # a static member keeps the square root U' (lower triangular), a dynamic one Sigma
+        self._C = np.zeros((M, Fmax, Fmax))
+        for k in range(M):
+            idx = np.arange(self.F[k])
+            vt = self.var_theta[k]
+            self._C[k, idx, idx] = math.sqrt(vt) if self.static[k] else vt
+        # the update owed since the last learn (see kernels.stack.predict_stack)
+        self.pvec = np.zeros((M, Fmax))
+        self.pc = np.zeros(M)
+        self.pg = np.zeros(M)
+        self.pend = np.zeros(M, dtype=np.bool_)
+        self.n_filtered = np.zeros(M, dtype=np.int64)
+        self.log_w = np.full(M, -math.log(M))
+        self._build_groups()
+        self._allocate_scratch()
+        self.n_updates = 0
+        self.log_evidence = 0.0
+
+    def _allocate_scratch(self) -> None:
+        M, Fmax = self._mu.shape
+        self.Phi = np.zeros((M, Fmax))
+        self.V = np.zeros((M, Fmax))
+        self.E = np.zeros((M, Fmax))
+        self.mean = np.zeros(M)
+        self.var = np.zeros(M)
+        self.loglik = np.zeros(M)
+        self.new_log_w = np.empty(M)
+        self.log_prior = self.log_w.copy()
+        self.filtered = np.ones(M, dtype=np.bool_)  # every live member (the dead are gone)
+        self._reach = np.ones(M, dtype=np.bool_)
+        self.status = np.zeros(M, dtype=np.int8)
+        self._cache_z = None
+        self.work = int(np.sum(self.F * self.F))
+
+    def _build_groups(self) -> None:
+        stack = self.stack
+        groups: dict[type, list[int]] = {}
+        for k, m in enumerate(stack):
+            groups.setdefault(type(m.basis), []).append(k)
+        self.groups = []
+        for cls, rows in groups.items():
+            params = stack_params([stack[k].basis._params() for k in rows])
+            self.groups.append([cls, np.asarray(rows, dtype=np.int64), params])
+        self._observers = [
+            (gi, k)
+            for gi, (_, rows, _) in enumerate(self.groups)
+            for k in rows.tolist()
+            if stack[k].basis.wants_observations
+        ]
+
+    # ------------------------------------------------------------------ steps
+    def _predict_var_eps(self) -> np.ndarray:
+        """The noise variance the predict sweep adds (the logistic engine: none)."""
+        return self.var_eps
+
+    def _featurize(self, z: np.ndarray, Phi: np.ndarray) -> None:
+        for cls, rows, params in self.groups:
+            cls._kernel(z, Phi, rows, self.filtered, *params)
+
+    def _switch(self) -> None:
+        """The weights for the next prediction (the switching step, or the weights as they
+        are)."""
+        if self.M > 1:
+            if self.transition is not None:
+                switch_log_weights(self.log_w, *self.transition, self.log_prior)
+            else:
+                self.log_prior[:] = self.log_w
+
+    def _prepare(self, z: np.ndarray) -> None:
+        """Switch the weights and run every member's predict step for ``z`` (cached)."""
+        key = z.tobytes()
+        if key == self._cache_z:
+            return
+        self._switch()
+        self._featurize(z, self.Phi)
+        sweep = predict_stack_parallel if use_threads(self.work) else predict_stack
+        if sweep(self.Phi, self.F, self.static, self._mu, self._C, self.var_rw,
+                 self._predict_var_eps(), self.filtered, self.V, self.E, self.mean, self.var,
+                 self.pvec, self.pc, self.pg, self.pend, self.status):
+            k = int(np.flatnonzero(self.status)[0])
+            raise FilterError(
+                f"member {int(self.live[k])} ({type(self.stack[k].basis).__name__}) cannot "
+                f"predict this sample: {_REFUSALS[int(self.status[k])]}"
+            )
+        self._predict_extra()
+        self._cache_z = key
+
+    def _predict_extra(self) -> None:
+        """What a likelihood adds to the predict step (the logistic engine: probit logits)."""
+
+    def _update_members(self, y) -> int:
+        """Fold the target into every member; writes ``self.loglik``; 0 or a member + 1 that
+        refused the sample (nothing changed then)."""
+        return gaussian_update(
+            self.F, self.static, self._mu, self.V, self.mean, self.var, self.var_theta,
+            self.var_eps, y, self.filtered, self.loglik, self.pc, self.pg, self.pend,
+            self.n_filtered,
+        )
+
+    def predict(self, z: np.ndarray) -> tuple[float, float]:
+        """Moment-matched predictive mean and variance of the (weighted) stack."""
+        self._prepare(z)
+        if self.M == 1:
+            return float(self.mean[0]), float(self.var[0])
+        return mixture_moments(self.log_prior, self.mean, self.var)
+
+    def _full(self, values: np.ndarray, fill=np.nan) -> np.ndarray:
+        """Per-row values in the members' original order (``fill`` for the dead)."""
+        out = np.full((len(self.members), *values.shape[1:]), fill, dtype=np.float64)
+        out[self.live] = values
+        return out
+
+    def member_predictions(self, z: np.ndarray):
+        """Per-member predictive means and variances (NaN for dead members) and the weights used
+        for this prediction, in the members' original order."""
+        self._prepare(z)
+        return (self._full(self.mean), self._full(self.var),
+                self._full(np.exp(self.log_prior), 0.0))
+
+    def mixture(self, z: np.ndarray):
+        """The predictive mixture for ``z``: ``(weights, means, variances)`` of the members
+        that carry weight, and the moment-matched ``(mean, var)`` that :meth:`predict` gives."""
+        mean, var = self.predict(z)
+        if self.M == 1:
+            return np.ones(1), self.mean.copy(), self.var.copy(), mean, var
+        live = self.log_prior > -np.inf
+        return np.exp(self.log_prior[live]), self.mean[live], self.var[live], mean, var
+
+    def log_density(self, z: np.ndarray, y: float) -> float:
+        """Exact log density of ``y`` under the predictive mixture (before learning ``y``)."""
+        self._prepare(z)
+        return mixture_log_density(self.log_prior, self.mean, self.var, y)
+
+    def learn(self, z: np.ndarray, y) -> None:
+        """Fold ``(z, y)`` into every member and into the weights."""
+        self._prepare(z)
+        refused = self._update_members(y)
+        if refused:
+            k = refused - 1
+            raise FilterError(
+                f"member {int(self.live[k])} ({type(self.stack[k].basis).__name__}) cannot "
+                "learn this sample: its update would not be finite"
+            )
+        self.V, self.pvec = self.pvec, self.V
+        if self.M == 1:
+            self.log_evidence += float(self.loglik[0])
+        else:
+            lse = bma_log_weights(self.log_prior, self.loglik, self.log_floor, self.new_log_w)
+            self.log_w, self.new_log_w = self.new_log_w, self.log_w
+            self.log_evidence += lse
+        self.n_updates += 1
+        self._cache_z = None
+        if self._observers:
+            self._observe(z)
+        self._bury()
+
+    def _observe(self, z: np.ndarray) -> None:
+        stack = self.stack
+        still = []
+        for gi, k in self._observers:
+            basis = stack[k].basis
+            if basis._observe(z):
+                rows = self.groups[gi][1]
+                self.groups[gi][2] = stack_params([stack[int(r)].basis._params() for r in rows])
+            if basis.wants_observations:
+                still.append((gi, k))
+        self._observers = still
+
+    # ------------------------------------------------------------------ dead members
+    def _bury(self) -> None:
+        """Remove the members that can never carry weight again (see the class docstring)."""
+        if self.M == 1:
+            return
+        indptr, indices = (
+            (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+            if self.transition is None
+            else self.transition[:2]
+        )
+        if reachable(self.log_w, indptr, indices, self._reach) < self.M:
+            self._compact(self._reach.copy())
+
+    def _compact(self, keep: np.ndarray) -> None:
+        """Keep only the stack rows ``keep``; the numbers of the others never mattered again."""
+        self.live = self.live[keep]
+        F = self.F[keep]
+        Fmax = int(F.max())
+        self._mu = np.ascontiguousarray(self._mu[keep, :Fmax])
+        self._C = np.ascontiguousarray(self._C[keep, :Fmax, :Fmax])
+        self.pvec = np.ascontiguousarray(self.pvec[keep, :Fmax])
+        for name in ("pc", "pg", "pend", "n_filtered", "log_w"):
+            setattr(self, name, getattr(self, name)[keep].copy())
+        self.F = F
+        self._per_member()
+        self._build_groups()
+        self._allocate_scratch()
+
+    # ------------------------------------------------------------------ blocks
+    @property
+    def can_block(self) -> bool:
+        """Whether the block path is exact now (no basis changes with the samples it learns)."""
+        return not self._observers
+
+    def _block_kernel(self):
+        parallel = use_threads(self.work)
+        return gaussian_block_parallel if parallel else gaussian_block
+
+    def learn_block(self, Z: np.ndarray, Y: np.ndarray, keep_weights: bool = False):
+        """Learn the rows ``(Z, Y)`` member by member, then the weights row by row: bit for bit
+        what ``predict``/``learn`` row after row give (the members' filters do not depend on the
+        weights, and each member's arithmetic is the same). Returns the one-step-ahead
+        predictions ``(a, b, extra)``: for each row the mixture's ``(mean, var)`` (a classifier:
+        ``(p0, p1)``) made before the row was learnt, and with ``keep_weights`` the mixtures
+        themselves, ``extra = (log_weights, means, variances)``, each ``(B, M)`` over the stack
+        as the block ran (else ``None``).
+
+        A row that a member cannot take safely raises :class:`FilterError` naming it, with the
+        rows before it learnt and nothing of it or after it.
+        """
+        B = Z.shape[0]
+        M, Fmax = self._mu.shape
+        Phi3 = np.zeros((B, M, Fmax))
+        for t in range(B):
+            self._featurize(Z[t], Phi3[t])
+        saved = self._block_state()
+        out = self._member_pass(Phi3, Y)
+        bad = out[-1]
+        if (bad >= 0).any():
+            t_bad = int(bad[bad >= 0].min())
+            k = int(np.flatnonzero(bad == t_bad)[0])
+            self._restore(saved)
+            if t_bad:
+                self.learn_block(Z[:t_bad], Y[:t_bad])  # exact: none of them was refused
+            err = FilterError(
+                f"row {t_bad} of the block cannot be learnt safely: member {int(self.live[k])} "
+                f"({type(self.stack[k].basis).__name__}) refuses it"
+            )
+            err.rows_learnt = t_bad
+            raise err
+        a, b = np.empty(B), np.empty(B)
+        prior = np.empty((B if keep_weights else 0, M))
+        self.log_evidence = weigh_block(
+            self.log_w, self.new_log_w, self.log_prior, self.transition is not None,
+            *(self.transition if self.transition is not None else _NO_TRANSITION),
+            self.log_floor, out[0], out[1], self._block_logits(out), out[-2],
+            self._classifies, a, b, prior, self.log_evidence,
+        )
+        self.n_updates += B
+        self._cache_z = None
+        self._bury()
+        return a, b, ((prior, out[0], out[1]) if keep_weights else None)
+
+    _classifies = False
+
+    def _member_pass(self, Phi3, Y):
+        B, M = Phi3.shape[0], self.M
+        mean, var, loglik = np.empty((B, M)), np.empty((B, M)), np.empty((B, M))
+        bad = np.empty(M, dtype=np.int64)
+        self._block_kernel()(
+            Phi3, np.asarray(Y, dtype=np.float64), self.F, self.static, self._mu, self._C,
+            self.var_rw, self.var_theta, self.var_eps, self.filtered, self.V, self.E, self.pvec,
+            self.pc, self.pg, self.pend, self.n_filtered, mean, var, loglik, bad,
+        )
+        return mean, var, loglik, bad
+
+    def _block_logits(self, out):
+        return _NO_LOGITS
+
+    def _block_state(self) -> dict:
+        """What a block changes, for putting it back if a row is refused."""
+        return {name: getattr(self, name).copy()
+                for name in ("_mu", "_C", "pvec", "pc", "pg", "pend", "n_filtered")}
+
+    def _restore(self, saved: dict) -> None:
+        for name, value in saved.items():
+            setattr(self, name, value)
+        self._cache_z = None
+
+    # ------------------------------------------------------------------ growth
+    @property
+    def can_grow(self) -> bool:
+        """Whether every member's basis can take new inputs exactly (see :meth:`grow`)."""
+        return all(m.basis.can_grow for m in self.stack)
+
+    def grow(self, n_inputs: int) -> None:
+        """Take ``n_inputs`` inputs instead of ``self.n_inputs``, the new ones last.
+
+        Exact: every past sample had the new inputs at 0, where each growable basis leaves the
+        features of the old inputs as they were and gives the new features the value 0 (or, for
+        random Fourier features, new frequency columns that 0 ignores). The new weights have
+        never been informed by data, so they join the posterior with their prior: variance
+        ``var_theta`` (plus the random walk of every step filtered so far), independent of the
+        rest. The weights of the ensemble do not change.
+        """
+        if n_inputs <= self.n_inputs:
+            raise ValueError(f"cannot grow from {self.n_inputs} to {n_inputs} inputs")
+        mu, C = self._flushed()
+        stack = self.stack
+        positions = [np.asarray(m.basis.grow(n_inputs), dtype=np.int64) for m in stack]
+        F_new = np.array([m.basis.n_outputs for m in stack], dtype=np.int64)
+        M, Fmax = self.M, int(F_new.max())
+        self._mu = np.zeros((M, Fmax))
+        self._C = np.zeros((M, Fmax, Fmax))
+        for k in range(M):
+            f, pos = int(self.F[k]), positions[k]
+            fresh = np.setdiff1d(np.arange(F_new[k]), pos)
+            self._mu[k, pos] = mu[k, :f]
+            self._C[k][np.ix_(pos, pos)] = C[k, :f, :f]
+            vt = self.var_theta[k]
+            if self.static[k]:
+                self._C[k, fresh, fresh] = math.sqrt(vt)
+            else:
+                self._C[k, fresh, fresh] = vt + self.n_filtered[k] * self.var_rw[k]
+        self.F = F_new
+        self.n_inputs = n_inputs
+        self.pvec = np.zeros((M, Fmax))
+        self.pend = np.zeros(M, dtype=np.bool_)
+        self._build_groups()
+        self._allocate_scratch()
+
+    # ------------------------------------------------------------------ views
+    def _flushed(self) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of the means and covariance factors with every owed update applied."""
+        mu, C = self._mu.copy(), self._C.copy()
+        if self.pend.any():
+            flush_stack(self.F, self.static, mu, C, self.var_rw, np.zeros_like(mu), self.pvec,
+                        self.pc, self.pg, self.pend.copy())
+        return mu, C
+
+    @property
+    def mu(self) -> np.ndarray:
+        """The live members' posterior means ``(M, F_max)``, in stack order (a copy)."""
+        return self._flushed()[0]
+
+    @property
+    def Sigma(self) -> np.ndarray:
+        """The live members' posterior covariances ``(M, F_max, F_max)``, in stack order (a
+        copy; zero-padded)."""
+        _, C = self._flushed()
+        for k in np.flatnonzero(self.static).tolist():
+            L = C[k]
+            S = L.T @ L
+            C[k] = np.triu(S) + np.triu(S, 1).T  # exactly symmetric
+        return C
+
+    def posterior(self, k: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of member ``k``'s posterior mean ``(F_k,)`` and covariance ``(F_k, F_k)``
+        (``k`` in the members' original order)."""
+        rows = np.flatnonzero(self.live == k)
+        if not rows.size:
+            raise ValueError(f"member {k} is dead (it can never carry weight again): no posterior")
+        row = int(rows[0])
+        f = int(self.F[row])
+        mu, C = self._flushed()
+        S = C[row, :f, :f]
+        if self.static[row]:
+            S = S.T @ S
+            S = np.triu(S) + np.triu(S, 1).T
+        return mu[row, :f].copy(), S.copy()
+
+    def replay(self, Z: np.ndarray, Y) -> None:
+        """Filter a window ``(Z, Y)`` through every member, then restart the weights uniform.
+
+        The weights take no part: no floor drops a member half-way through the window (its
+        filter would then miss the rest of it), and the window's densities do not count.
+        """
+        Y = Y.tolist() if isinstance(Y, np.ndarray) else list(Y)
+        floor = self.log_floor
+        self.log_floor = -np.inf
+        try:
+            for z, y in zip(Z, Y, strict=True):
+                self.learn(z, y)
+        finally:
+            self.log_floor = floor
+        self.reset_weights()
+
+    def reset_weights(self) -> None:
+        """Back to uniform weights (and an empty log evidence); the members' states are kept."""
+        self.log_w[:] = -math.log(self.M)
+        self.log_evidence = 0.0
+        self._cache_z = None
+
+    @property
+    def weights(self) -> np.ndarray:
+        """Normalised posterior weights after the last update (before the next switch), in the
+        members' original order (0 for the dead)."""
+        return self._full(np.exp(self.log_w), 0.0)
+
+    # ------------------------------------------------------------------ pickling
+    def __getstate__(self):
+        # in a fixed order, so that equal states pickle to equal bytes however they were built
+        state = {k: self.__dict__[k] for k in sorted(self.__dict__) if k not in self._scratch}
+        if "groups" in state:
+            # the kernels are found again from the bases' classes
+            state["groups"] = [(rows, params) for _, rows, params in self.groups]
+        if "_mu" in state:
+            # the owed updates applied (on copies): the same numbers as applying them later
+            state["_mu"], state["_C"] = self._flushed()
+            state["pend"] = np.zeros_like(self.pend)
+        return state
+
+    def __setstate__(self, state):
+        groups = state.pop("groups", None)
+        self.__dict__.update(state)
+        if groups is not None:
+            stack = self.stack
+            self.groups = [[type(stack[int(rows[0])].basis), rows, params]
+                           for rows, params in groups]
+        if "_mu" in state:
+            self._allocate_scratch()
+
+
+_NO_TRANSITION = (np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))
+_NO_LOGITS = np.zeros((0, 0))
+

@@ -1,0 +1,108 @@
+"""The engine of the classifiers: the member stack with a Bernoulli-logistic likelihood."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from river_doebe.engine.core import Engine
+from river_doebe.engine.members import Member
+from river_doebe.engine.threads import use_threads
+from river_doebe.kernels.logistic import (
+    laplace_block,
+    laplace_block_parallel,
+    laplace_update_stack,
+    probit_logits,
+)
+from river_doebe.kernels.weights import mixture_proba
+
+__all__ = ["LogisticEngine"]
+
+
+class LogisticEngine(Engine):
+    """The member stack of :class:`Engine` with a Bernoulli-logistic likelihood.
+
+    Members are given as :class:`Member` records whose ``var_eps`` is ignored (a
+    Bernoulli likelihood has no noise variance). Labels enter as codes ``0``/``1``.
+
+    Per member and step: the latent predictive ``N(a, s2)`` comes from the Gaussian predict kernel
+    with ``var_eps = 0``; the member's predictive is ``p(y = 1) = sigmoid(a / sqrt(1 + pi s2 / 8))``
+    and its log predictive of the observed label is what the weights use; the update is the
+    one-sample Laplace step of :func:`river_doebe.kernels.logistic.laplace_update_stack`.
+    """
+
+    _positive_params = ("var_theta",)
+    _scratch = Engine._scratch | {"logit", "_t", "_lam"}
+
+    def __init__(self, members: list[Member], transition=None, weight_floor: float = 0.0):
+        members = [dataclasses.replace(m, var_eps=0.0) for m in members]
+        super().__init__(members, transition, weight_floor)
+
+    def _allocate_scratch(self) -> None:
+        super()._allocate_scratch()
+        self.logit = np.zeros(self.M)
+        self._t = np.zeros(self.M)
+        self._lam = np.zeros(self.M)
+
+    def _predict_var_eps(self) -> np.ndarray:
+        return self.var_eps  # zeros: the predict sweep gives the latent predictive N(a, s2)
+
+    def _predict_extra(self) -> None:
+        probit_logits(self.mean, self.var, self.filtered, self.logit)
+
+    def _update_members(self, code: int) -> int:
+        """Laplace step of every live member; writes ``self.loglik``."""
+        return laplace_update_stack(
+            self.F, self.static, self._mu, self.V, self.mean, self.var, self.logit,
+            self.var_theta, code, self.filtered, self.loglik, self.pc, self.pg, self.pend,
+            self.n_filtered, self._t, self._lam,
+        )
+
+    # ------------------------------------------------------------------ classifier views
+    def predict_proba(self, z: np.ndarray) -> tuple[float, float]:
+        """``(p(code 0), p(code 1))`` of the weighted stack, before learning the label of ``z``."""
+        self._prepare(z)
+        return mixture_proba(self.log_prior, self.logit)
+
+    def member_probas(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each member's ``(p(code 0), p(code 1))`` as an ``(M, 2)`` array (NaN rows for dead
+        members) and the weights used for the prediction for ``z``, in the members' original
+        order."""
+        from scipy.special import expit
+
+        self._prepare(z)
+        P = expit(np.stack([-self.logit, self.logit], axis=1))
+        return self._full(P), self._full(np.exp(self.log_prior), 0.0)
+
+    def flip(self) -> None:
+        """Swap the meaning of the codes 0 and 1.
+
+        With a zero-mean prior the logistic filter is symmetric under ``theta -> -theta``,
+        ``y -> 1 - y``: negating the means (and the cached latent means) is an exact relabelling.
+        """
+        self._mu *= -1.0
+        self.pg *= -1.0  # a static member's owed mean step flips with its mean
+        self.mean *= -1.0
+        self.logit *= -1.0
+
+    # ------------------------------------------------------------------ blocks
+    _classifies = True
+
+    def _block_kernel(self):
+        return laplace_block_parallel if use_threads(self.work) else laplace_block
+
+    def _member_pass(self, Phi3, Y):
+        B, M = Phi3.shape[0], self.M
+        mean, var = np.empty((B, M)), np.empty((B, M))
+        logit, loglik = np.empty((B, M)), np.empty((B, M))
+        bad = np.empty(M, dtype=np.int64)
+        self._block_kernel()(
+            Phi3, np.asarray(Y, dtype=np.int64), self.F, self.static, self._mu, self._C,
+            self.var_rw, self.var_theta, self.var_eps, self.filtered, self.V, self.E, self.pvec,
+            self.pc, self.pg, self.pend, self.n_filtered, mean, var, logit, loglik, bad,
+        )
+        return mean, var, logit, loglik, bad
+
+    def _block_logits(self, out):
+        return out[2]
