@@ -10,11 +10,21 @@ own ``metrics`` and ``datasets``. The submodules are imported by name,
 ``from river_doebe import basis, datasets, distributions, metrics``, and are also reachable as
 attributes (``river_doebe.metrics``), loaded on first use: importing the package does not load
 the datasets, the metrics or the command line.
+
+The thread count of the member sweeps and the warm-up is the library's, for every model of the
+process: ``river_doebe.set_num_threads(1)`` (e.g. one model per process in a pool),
+``with river_doebe.num_threads(1): ...`` for a block of code, or the environment variable
+``RIVER_DOEBE_THREADS``; ``river_doebe.get_num_threads()`` reads it.
 """
 
 import importlib
 
 from river_doebe.edoebe import EDOEBE, EDOEBEClassifier
+
+# re-exported, outside __all__ (a star import brings the estimators only)
+from river_doebe.engine.threads import get_num_threads as get_num_threads
+from river_doebe.engine.threads import num_threads as num_threads
+from river_doebe.engine.threads import set_num_threads as set_num_threads
 from river_doebe.ensemble import DOEBE, SDOEBE, DOEBEClassifier, SDOEBEClassifier
 from river_doebe.learner import DOBE, DOBEClassifier
 

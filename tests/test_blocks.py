@@ -263,3 +263,22 @@ def test_a_switched_member_that_lost_its_weight_keeps_learning_while_its_twin_li
         model.learn_one(x, t)
         assert (model.weights > 0).sum() >= 1
     assert model._engine.M == 2  # neither twin died: each can get weight from the other
+
+
+def test_a_pickle_stores_each_covariance_once_and_loads_it_exactly():
+    # a static member's square root is triangular and a dynamic member's Sigma symmetric: the
+    # pickle keeps one triangle of each and the loaded model goes on bit for bit
+    X, y = _stream(n=300, seed=3)
+    xs = dicts(X, ["a", "b", "c"])
+    model = SDOEBE([DOBE(_rff(1, n=40)), DOBE(_rff(2, n=40), var_rw=1e-3)],
+                   transition=[[0.9, 0.1], [0.1, 0.9]])
+    _one_by_one(model, xs[:200], y[:200], False)
+    engine = model._engine
+    full = engine._flushed()[1]
+    blob = pickle.dumps(model)
+    assert len(blob) < 0.6 * full.nbytes + len(pickle.dumps(engine.members))
+    copy_ = pickle.loads(blob)
+    np.testing.assert_array_equal(copy_._engine._C, full)
+    after = zip(_one_by_one(copy_, xs[200:], y[200:], True),
+                _one_by_one(model, xs[200:], y[200:], True), strict=True)
+    assert all(_same(a, b) for a, b in after)

@@ -506,24 +506,49 @@ class Engine:
     def __getstate__(self):
         # in a fixed order, so that equal states pickle to equal bytes however they were built
         state = {k: self.__dict__[k] for k in sorted(self.__dict__) if k not in self._scratch}
-        if "groups" in state:
-            # the kernels are found again from the bases' classes
-            state["groups"] = [(rows, params) for _, rows, params in self.groups]
+        # the kernels' parameters are the live bases' own: rebuilt on loading
+        state.pop("groups", None)
+        state.pop("_observers", None)
         if "_mu" in state:
             # the owed updates applied (on copies): the same numbers as applying them later
-            state["_mu"], state["_C"] = self._flushed()
+            state["_mu"], C = self._flushed()
             state["pend"] = np.zeros_like(self.pend)
+            state["_C"] = _pack_covariances(C, self.static)
         return state
 
     def __setstate__(self, state):
-        groups = state.pop("groups", None)
+        state.pop("groups", None)  # (pickles of an earlier version)
+        if isinstance(state.get("_C"), tuple):
+            state["_C"] = _unpack_covariances(state["_C"], state["static"])
         self.__dict__.update(state)
-        if groups is not None:
-            stack = self.stack
-            self.groups = [[type(stack[int(rows[0])].basis), rows, params]
-                           for rows, params in groups]
         if "_mu" in state:
+            self._build_groups()
             self._allocate_scratch()
+
+
+def _pack_covariances(C: np.ndarray, static: np.ndarray):
+    """The lower triangles of the stacked ``C`` (half the bytes of a pickle), or ``C`` itself when
+    that would lose a bit: a static member's ``U'`` is lower triangular and a dynamic member's
+    ``Sigma`` symmetric to the last bit (its update is ``u_i u_j`` on both sides), which is
+    checked rather than assumed."""
+    Fmax = C.shape[1]
+    upper = np.triu_indices(Fmax, 1)
+    above = C[:, upper[0], upper[1]]
+    below = C[:, upper[1], upper[0]]
+    if not (np.all(above[static] == 0.0) and np.array_equal(above[~static], below[~static])):
+        return C
+    lower = np.tril_indices(Fmax)
+    return ("tril", Fmax, C[:, lower[0], lower[1]])
+
+
+def _unpack_covariances(packed, static: np.ndarray) -> np.ndarray:
+    _, Fmax, tri = packed
+    C = np.zeros((tri.shape[0], Fmax, Fmax))
+    rows, cols = np.tril_indices(Fmax)
+    C[:, rows, cols] = tri
+    dynamic = np.flatnonzero(~np.asarray(static, dtype=bool))
+    C[dynamic[:, None], cols, rows] = tri[dynamic]  # Sigma's upper half from its lower half
+    return C
 
 
 _NO_TRANSITION = (np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))

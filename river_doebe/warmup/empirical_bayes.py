@@ -9,10 +9,13 @@ On a warm-up batch ``(Z, y)`` and a basis template:
 2. :func:`laplace_samples`: draws from ``N(u*, H^{-1})`` with ``H`` the Hessian of the negative log
    evidence at the mode (or ``u* + N(0, 1e-3 I)`` for families where that Hessian is too costly);
 3. :func:`build_members`: the modes and their draws as a flat list of
-   :class:`river_doebe.engine.Member` records, what an ensemble's warm-up builds its learners from.
+   :class:`river_doebe.engine.Member` records, what an ensemble's warm-up builds its learners from;
+   :func:`member_sets` does it for several templates on a pool of threads.
 
-BLAS runs single-threaded inside these functions: the matrices are small (``F ~ 100``), and
-several threads only fight over the cores.
+Each start and each mode's draws are independent jobs; the warm-up runs them on every core
+(:func:`member_sets`), with the same members as a serial run. BLAS runs single-threaded inside
+these functions: the matrices are small (``F ~ 100``), and its threads would only fight the jobs
+(and each other) over the cores.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import functools
 import math
 import warnings
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,6 +39,7 @@ __all__ = [
     "fit_hyperparameters",
     "laplace_covariance",
     "laplace_samples",
+    "member_sets",
     "repair_covariance",
 ]
 
@@ -110,30 +115,175 @@ def _prepare(basis, Z, y, fit_basis):
     return Z, y
 
 
-def _warn_degenerate(Z, y, n_features):
+# The fit is split into pure steps that return their diagnostics as notes instead of warning:
+# the warm-up runs the starts (and the Laplace draws) of every family on a pool of threads, where
+# warnings would interleave and ``warnings.catch_warnings`` is not thread-safe; the notes are then
+# warned (or relayed) in the order of a serial run, from the calling thread.
+
+
+def _degenerate_notes(Z, y, n_features) -> list[str]:
     N = Z.shape[0]
+    notes = []
     if N < n_features:
-        warnings.warn(
+        notes.append(
             f"warm-up batch has fewer samples ({N}) than features ({n_features}): the "
-            "evidence is weakly identified",
-            RuntimeWarning,
-            stacklevel=3,
+            "evidence is weakly identified"
         )
     if N > 1 and float(np.ptp(y)) == 0.0:
-        warnings.warn(
+        notes.append(
             "warm-up target is constant: the noise and prior variances will go to their "
-            "lower bounds",
-            RuntimeWarning,
-            stacklevel=3,
+            "lower bounds"
         )
     const = np.flatnonzero(np.ptp(Z, axis=0) == 0.0) if N > 1 else np.arange(0)
     if const.size:
-        warnings.warn(
+        notes.append(
             f"warm-up inputs {const.tolist()} are constant: their length scales start from a "
-            "range of 1 and are not identified",
-            RuntimeWarning,
-            stacklevel=3,
+            "range of 1 and are not identified"
         )
+    return notes
+
+
+def _warn(notes, stacklevel):
+    for note in notes:
+        warnings.warn(note, RuntimeWarning, stacklevel=stacklevel + 1)
+
+
+@dataclass
+class _Start:
+    """One start of the evidence maximisation, as planned (the starting point and its bounds)."""
+
+    u0: np.ndarray
+    scale: float
+    layout: HyperLayout
+
+
+@dataclass
+class _Fit:
+    """The plan of one basis' fit: the prepared batch, its starts, and notes on the data."""
+
+    basis: object
+    Z: np.ndarray
+    y: np.ndarray
+    starts: list
+    maxiter: int
+    seed: object
+    notes: list
+
+
+def _plan(basis, Z, y, var_theta, var_eps, starts, bounds, maxiter, seed, fit_basis,
+          start_floor) -> _Fit:
+    """Prepare the batch and the basis, and lay out the distinct starts (nothing optimised)."""
+    Z, y = _prepare(basis, Z, y, fit_basis)
+    layout = HyperLayout.from_basis(basis, bounds)
+    notes = _degenerate_notes(Z, y, basis.n_outputs)
+    starts = tuple(float(s) for s in starts)
+    if not starts or any(not (np.isfinite(s) and s > 0) for s in starts):
+        raise ValueError(f"starts must be positive numbers, got {starts}")
+    if start_floor is None:
+        start_floor = basis.start_floor
+    start_floor = float(start_floor)
+    if not (math.isfinite(start_floor) and 0.0 <= start_floor <= 1.0):
+        raise ValueError(f"start_floor must be in [0, 1], got {start_floor!r}")
+    planned: list[_Start] = []
+    for s in starts:
+        lay = layout.with_lengthscale_floor(Z, start_floor * s)
+        u0 = lay.start(basis, Z, var_theta, var_eps, s)
+        if not any(np.array_equal(u0, p.u0) for p in planned):
+            planned.append(_Start(u0, s, lay))
+    return _Fit(basis, Z, y, planned, int(maxiter), seed, notes)
+
+
+def _run_start(fit: _Fit, start: _Start, u0=None):
+    """L-BFGS-B from one start: ``(mode or None, why it failed, notes)``.
+
+    Each start has its own objective (its penalty for a failed evaluation is relative to its own
+    best value), so a start's result does not depend on which starts ran before it or beside it.
+    """
+    basis, s, layout = fit.basis, start.scale, start.layout
+    obj = _Objective(basis, fit.Z, fit.y)
+    try:
+        res = optimize.minimize(
+            obj,
+            start.u0 if u0 is None else u0,
+            jac=True,
+            method="L-BFGS-B",
+            bounds=layout.scipy_bounds(),
+            options={"maxiter": fit.maxiter},
+        )
+    except Exception as err:  # noqa: BLE001 - any failure of a start is reported, not raised
+        return None, f"optimiser raised {type(err).__name__}: {err}", []
+    x = np.asarray(res.x, dtype=np.float64)
+    if not np.all(np.isfinite(x)):
+        return None, "optimum has non-finite hyperparameters", []
+    obj.last_error = None
+    f, _ = obj(x)  # re-evaluate: res.fun may be a penalty value
+    if obj.last_error is not None:
+        return None, f"evidence could not be evaluated at the optimum ({obj.last_error})", []
+    vt, ve, psi = layout.unpack(x)
+    try:
+        fitted = basis.with_hyper(psi) if psi.size else basis
+    except Exception as err:  # noqa: BLE001
+        return None, f"with_hyper failed at the optimum: {err}", []
+    if not (np.isfinite(vt) and np.isfinite(ve) and np.isfinite(f)):
+        return None, "non-finite variances or evidence at the optimum", []
+    msg = res.message if isinstance(res.message, str) else str(res.message)
+    notes = []
+    if res.success and int(res.nit) == 0:
+        notes.append(
+            f"start s={s:g} of {type(basis).__name__} did not move: the evidence is flat "
+            "there (e.g. features vanish at these length scales); keeping it as a mode"
+        )
+    if not res.success:
+        notes.append(
+            f"start s={s:g} of {type(basis).__name__} did not converge ({msg}); keeping "
+            "the last iterate"
+        )
+    mode = Mode(
+        basis=fitted,
+        var_theta=vt,
+        var_eps=ve,
+        u=x,
+        neg_log_evidence=float(f),
+        success=bool(res.success),
+        message=msg,
+        n_iter=int(res.nit),
+        start_scale=s,
+        layout=layout,
+    )
+    return mode, None, notes
+
+
+def _collect(fit: _Fit, results) -> tuple[list, list, str | None]:
+    """The modes of a fit from its starts' results (in the starts' order), its notes, and why it
+    failed (``None`` when some start gave a mode): if every start failed, each is retried once
+    from a random perturbation of its starting point, and the reason is set when the retries
+    fail too.
+    """
+    name = type(fit.basis).__name__
+    notes = list(fit.notes)
+    modes, failures = [], []
+    for start, (mode, reason, start_notes) in zip(fit.starts, results, strict=True):
+        notes.extend(start_notes)
+        if mode is None:
+            notes.append(f"start s={start.scale:g} of {name} failed and is skipped: {reason}")
+            failures.append(f"s={start.scale:g}: {reason}")
+        else:
+            modes.append(mode)
+    if not modes:
+        rng = np.random.default_rng(fit.seed)
+        for start in fit.starts:
+            u1 = start.layout.clip(start.u0 + 0.5 * rng.standard_normal(start.u0.shape))
+            mode, reason, start_notes = _run_start(fit, start, u1)
+            notes.extend(start_notes)
+            if mode is not None:
+                modes.append(mode)
+            else:
+                failures.append(f"s={start.scale:g} (retry): {reason}")
+    if not modes:
+        return [], notes, (
+            f"every start of the evidence maximisation for {name} failed: " + "; ".join(failures)
+        )
+    return modes, notes, None
 
 
 @_single_threaded_blas
@@ -208,112 +358,12 @@ def fit_hyperparameters(
         move from its starting point (kept: a flat evidence), and for degenerate warm-up data
         (constant target or inputs, fewer samples than features).
     """
-    Z, y = _prepare(basis, Z, y, fit_basis)
-    layout = HyperLayout.from_basis(basis, bounds)
-    obj = _Objective(basis, Z, y)
-    _warn_degenerate(Z, y, basis.n_outputs)
-
-    starts = tuple(float(s) for s in starts)
-    if not starts or any(not (np.isfinite(s) and s > 0) for s in starts):
-        raise ValueError(f"starts must be positive numbers, got {starts}")
-    if start_floor is None:
-        start_floor = basis.start_floor
-    start_floor = float(start_floor)
-    if not (math.isfinite(start_floor) and 0.0 <= start_floor <= 1.0):
-        raise ValueError(f"start_floor must be in [0, 1], got {start_floor!r}")
-    u0s, scales, layouts = [], [], []
-    for s in starts:
-        lay = layout.with_lengthscale_floor(Z, start_floor * s)
-        u0 = lay.start(basis, Z, var_theta, var_eps, s)
-        if not any(np.array_equal(u0, v) for v in u0s):
-            u0s.append(u0)
-            scales.append(s)
-            layouts.append(lay)
-
-    def run(u0, s, layout):
-        obj.n_failed, obj.last_error = 0, None
-        try:
-            res = optimize.minimize(
-                obj,
-                u0,
-                jac=True,
-                method="L-BFGS-B",
-                bounds=layout.scipy_bounds(),
-                options={"maxiter": int(maxiter)},
-            )
-        except Exception as err:  # noqa: BLE001 - any failure of a start is reported, not raised
-            return None, f"optimiser raised {type(err).__name__}: {err}"
-        x = np.asarray(res.x, dtype=np.float64)
-        if not np.all(np.isfinite(x)):
-            return None, "optimum has non-finite hyperparameters"
-        obj.last_error = None
-        f, _ = obj(x)  # re-evaluate: res.fun may be a penalty value
-        if obj.last_error is not None:
-            return None, f"evidence could not be evaluated at the optimum ({obj.last_error})"
-        vt, ve, psi = layout.unpack(x)
-        try:
-            fitted = basis.with_hyper(psi) if psi.size else basis
-        except Exception as err:  # noqa: BLE001
-            return None, f"with_hyper failed at the optimum: {err}"
-        if not (np.isfinite(vt) and np.isfinite(ve) and np.isfinite(f)):
-            return None, "non-finite variances or evidence at the optimum"
-        msg = res.message if isinstance(res.message, str) else str(res.message)
-        if res.success and int(res.nit) == 0:
-            warnings.warn(
-                f"start s={s:g} of {type(basis).__name__} did not move: the evidence is flat "
-                "there (e.g. features vanish at these length scales); keeping it as a mode",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-        if not res.success:
-            warnings.warn(
-                f"start s={s:g} of {type(basis).__name__} did not converge ({msg}); keeping "
-                "the last iterate",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-        return (
-            Mode(
-                basis=fitted,
-                var_theta=vt,
-                var_eps=ve,
-                u=x,
-                neg_log_evidence=float(f),
-                success=bool(res.success),
-                message=msg,
-                n_iter=int(res.nit),
-                start_scale=s,
-                layout=layout,
-            ),
-            None,
-        )
-
-    modes, failures = [], []
-    for u0, s, lay in zip(u0s, scales, layouts, strict=True):
-        mode, reason = run(u0, s, lay)
-        if mode is None:
-            warnings.warn(
-                f"start s={s:g} of {type(basis).__name__} failed and is skipped: {reason}",
-                RuntimeWarning,
-                stacklevel=2,
-            )
-            failures.append(f"s={s:g}: {reason}")
-        else:
-            modes.append(mode)
-    if not modes:
-        rng = np.random.default_rng(seed)
-        for u0, s, lay in zip(u0s, scales, layouts, strict=True):
-            u1 = lay.clip(u0 + 0.5 * rng.standard_normal(u0.shape))
-            mode, reason = run(u1, s, lay)
-            if mode is not None:
-                modes.append(mode)
-            else:
-                failures.append(f"s={s:g} (retry): {reason}")
-    if not modes:
-        raise RuntimeError(
-            f"every start of the evidence maximisation for {type(basis).__name__} failed: "
-            + "; ".join(failures)
-        )
+    fit = _plan(basis, Z, y, var_theta, var_eps, starts, bounds, maxiter, seed, fit_basis,
+                start_floor)
+    modes, notes, failure = _collect(fit, [_run_start(fit, start) for start in fit.starts])
+    _warn(notes, stacklevel=3)
+    if failure is not None:
+        raise RuntimeError(failure)
     return modes
 
 
@@ -425,13 +475,17 @@ def laplace_covariance(
     numpy.ndarray
         Covariance, shape ``(len(u), len(u))``.
     """
-    return _covariance(mode, basis, Z, y, method, perturb_var, fd_step, min_eigenvalue)[0]
+    cov, _, notes = _covariance(mode, basis, Z, y, method, perturb_var, fd_step, min_eigenvalue)
+    _warn(notes, stacklevel=3)
+    return cov
 
 
 def _covariance(mode, basis, Z, y, method, perturb_var, fd_step, min_eigenvalue):
+    """``(cov, root, notes)`` of the Gaussian around ``mode`` (see :func:`laplace_covariance`)."""
     basis = mode.basis if basis is None else basis
     method = _resolve_method(method, basis)
     P = len(mode.u)
+    notes = []
     if method == "laplace":
         Z = np.asarray(Z, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64).ravel()
@@ -441,11 +495,9 @@ def _covariance(mode, basis, Z, y, method, perturb_var, fd_step, min_eigenvalue)
             if not np.all(np.isfinite(H)):
                 raise FloatingPointError("non-finite Hessian entries")
         except (np.linalg.LinAlgError, FloatingPointError, ValueError, OverflowError) as err:
-            warnings.warn(
+            notes.append(
                 f"Hessian of the evidence could not be computed ({err}); falling back to a "
-                f"perturbation of variance {perturb_var:g}",
-                RuntimeWarning,
-                stacklevel=3,
+                f"perturbation of variance {perturb_var:g}"
             )
             method = "perturb"
         else:
@@ -454,16 +506,30 @@ def _covariance(mode, basis, Z, y, method, perturb_var, fd_step, min_eigenvalue)
             if n_nonpos:
                 # flat (small positive) directions are floored silently; a non-positive
                 # curvature means the mode is a saddle or sits on a bound: say so
-                warnings.warn(
+                notes.append(
                     f"Hessian of the negative log evidence is not positive definite "
                     f"({n_nonpos} non-positive eigenvalue(s)); {n_clipped} eigenvalue(s) were "
-                    f"clipped to {min_eigenvalue:g}",
-                    RuntimeWarning,
-                    stacklevel=3,
+                    f"clipped to {min_eigenvalue:g}"
                 )
-            return cov, root
+            return cov, root, notes
     cov = perturb_var * np.eye(P)
-    return cov, math.sqrt(perturb_var) * np.eye(P)
+    return cov, math.sqrt(perturb_var) * np.eye(P), notes
+
+
+def _draws(mode, basis, Z, y, n, rng, method, perturb_var, fd_step, min_eigenvalue):
+    """``(draws, notes)``: ``n`` tuples ``(basis, var_theta, var_eps)`` around ``mode``."""
+    basis = mode.basis if basis is None else basis
+    if n == 0:
+        return [], []
+    layout = mode.layout or HyperLayout.from_basis(basis)
+    _, root, notes = _covariance(mode, basis, Z, y, method, perturb_var, fd_step, min_eigenvalue)
+    rng = np.random.default_rng(rng)
+    draws = mode.u[None, :] + rng.standard_normal((n, len(mode.u))) @ root.T
+    out = []
+    for u in draws:
+        vt, ve, psi = layout.unpack(layout.clip(u))
+        out.append((basis.with_hyper(psi) if psi.size else basis, vt, ve))
+    return out, notes
 
 
 @_single_threaded_blas
@@ -505,18 +571,10 @@ def laplace_samples(
     n = int(n)
     if n < 0:
         raise ValueError("n must be non-negative")
-    basis = mode.basis if basis is None else basis
-    if n == 0:
-        return []
-    layout = mode.layout or HyperLayout.from_basis(basis)
-    _, root = _covariance(mode, basis, Z, y, method, perturb_var, fd_step, min_eigenvalue)
-    rng = np.random.default_rng(seed)
-    draws = mode.u[None, :] + rng.standard_normal((n, len(mode.u))) @ root.T
-    out = []
-    for u in draws:
-        vt, ve, psi = layout.unpack(layout.clip(u))
-        out.append((basis.with_hyper(psi) if psi.size else basis, vt, ve))
-    return out
+    draws, notes = _draws(mode, basis, Z, y, n, seed, method, perturb_var, fd_step,
+                          min_eigenvalue)
+    _warn(notes, stacklevel=3)
+    return draws
 
 
 # ====================================================================== ensemble members
@@ -567,41 +625,148 @@ def build_members(
     list of Member
         ``n_modes * n_samples`` members, grouped by mode, each group starting with the mode.
     """
+    [(members, notes)] = member_sets(
+        [basis],
+        Z,
+        y,
+        n_samples=n_samples,
+        starts=starts,
+        seeds=[seed],
+        method=method,
+        var_theta=var_theta,
+        var_eps=var_eps,
+        bounds=bounds,
+        maxiter=maxiter,
+        fit_basis=fit_basis,
+        perturb_var=perturb_var,
+        min_eigenvalue=min_eigenvalue,
+        start_floor=start_floor,
+        n_threads=1,
+    )
+    _warn(notes, stacklevel=3)
+    if isinstance(members, Exception):
+        raise members
+    return members
+
+
+class _Inline:
+    """An executor that runs each job when it is submitted, in the calling thread: the serial
+    warm-up, with the same code path (and so the same numbers) as the pool."""
+
+    def submit(self, fn, *args):
+        future = Future()
+        try:
+            future.set_result(fn(*args))
+        except Exception as err:  # noqa: BLE001 - handed over as the pool would
+            future.set_exception(err)
+        return future
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+#: what a family's own failure raises (it is then skipped, not the whole warm-up)
+FAMILY_ERRORS = (RuntimeError, np.linalg.LinAlgError, ValueError, FloatingPointError)
+
+
+def member_sets(
+    templates,
+    Z,
+    y,
+    n_samples=5,
+    starts=(0.1, 1.0, 10.0),
+    seeds=None,
+    method="auto",
+    var_theta=1.0,
+    var_eps=0.25,
+    bounds=(1e-6, 1e2),
+    maxiter=500,
+    fit_basis=True,
+    perturb_var=1e-3,
+    min_eigenvalue=1.0,
+    start_floor=None,
+    n_threads=1,
+):
+    """:func:`build_members` for several templates at once, on ``n_threads`` threads.
+
+    Every ``(template, start)`` optimisation and then every mode's Laplace draws is a job of its
+    own (pure: its own objective, its own random stream), so the members do not depend on the
+    number of threads or on the order in which the jobs finish. BLAS is held to one thread for
+    the duration (the jobs are the parallelism). Each template is fitted in place, like
+    ``build_members``' ``basis``.
+
+    Parameters
+    ----------
+    templates
+        The basis templates.
+    seeds
+        One seed per template (``None``: fresh randomness for each).
+    n_threads
+        Threads of the pool (``1``: every job in the calling thread).
+    n_samples, starts, method, var_theta, var_eps, bounds, maxiter, fit_basis, perturb_var,
+    min_eigenvalue, start_floor
+        As in :func:`build_members`.
+
+    Returns
+    -------
+    list of tuple
+        For each template, ``(members, notes)``: its members (grouped by mode, each group
+        starting with the mode), or the exception that made it fail (one of
+        :data:`FAMILY_ERRORS`), and the diagnostics of its fit (messages, in the order of a serial
+        run), which the caller warns or relays.
+    """
     n_samples = int(n_samples)
     if n_samples < 1:
         raise ValueError("n_samples must be at least 1")
-    Z = np.asarray(Z, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64).ravel()
-    modes = fit_hyperparameters(
-        basis,
-        Z,
-        y,
-        var_theta=var_theta,
-        var_eps=var_eps,
-        starts=starts,
-        bounds=bounds,
-        maxiter=maxiter,
-        seed=seed,
-        fit_basis=fit_basis,
-        start_floor=start_floor,
-    )
-    if Z.ndim == 1:
-        Z = Z[:, None]
-    family = type(basis).__name__
-    seeds = np.random.SeedSequence(seed).spawn(len(modes))
-    members = []
-    for k, (mode, ss) in enumerate(zip(modes, seeds, strict=True)):
-        members.append(Member(mode.basis, mode.var_theta, mode.var_eps, 0.0, family, k, True))
-        draws = laplace_samples(
-            mode,
-            basis,
-            Z,
-            y,
-            n_samples - 1,
-            seed=np.random.default_rng(ss),
-            method=method,
-            perturb_var=perturb_var,
-            min_eigenvalue=min_eigenvalue,
-        )
-        members.extend(Member(b, vt, ve, 0.0, family, k, False) for b, vt, ve in draws)
-    return members
+    templates = list(templates)
+    seeds = [None] * len(templates) if seeds is None else list(seeds)
+    if len(seeds) != len(templates):
+        raise ValueError(f"{len(seeds)} seeds for {len(templates)} templates")
+    pool = ThreadPoolExecutor(n_threads) if n_threads > 1 else _Inline()
+    out: list = [None] * len(templates)
+    with threadpool_limits(limits=1), pool:
+        # 1. every start of every template (planned in this thread: it fits the bases)
+        fits = []
+        for i, (basis, seed) in enumerate(zip(templates, seeds, strict=True)):
+            try:
+                fit = _plan(basis, Z, y, var_theta, var_eps, starts, bounds, maxiter, seed,
+                            fit_basis, start_floor)
+            except FAMILY_ERRORS as err:
+                out[i] = (err, [])
+                continue
+            fits.append((i, fit, [pool.submit(_run_start, fit, start) for start in fit.starts]))
+        # 2. the modes of each template, in order, and the draws around them (queued behind the
+        # starts still running)
+        drawing = []
+        for i, fit, futures in fits:
+            modes, notes, failure = _collect(fit, [f.result() for f in futures])
+            if failure is not None:
+                out[i] = (RuntimeError(failure), notes)
+                continue
+            streams = np.random.SeedSequence(fit.seed).spawn(len(modes))
+            jobs = [
+                pool.submit(_draws, mode, fit.basis, fit.Z, fit.y, n_samples - 1,
+                            np.random.default_rng(ss), method, perturb_var, 1e-4, min_eigenvalue)
+                for mode, ss in zip(modes, streams, strict=True)
+            ]
+            drawing.append((i, fit, modes, notes, jobs))
+        # 3. the members
+        for i, fit, modes, notes, jobs in drawing:
+            family = type(fit.basis).__name__
+            members = []
+            try:
+                for k, (mode, job) in enumerate(zip(modes, jobs, strict=True)):
+                    draws, draw_notes = job.result()
+                    notes.extend(draw_notes)
+                    members.append(
+                        Member(mode.basis, mode.var_theta, mode.var_eps, 0.0, family, k, True)
+                    )
+                    members.extend(Member(b, vt, ve, 0.0, family, k, False) for b, vt, ve in draws)
+            except FAMILY_ERRORS as err:
+                out[i] = (err, notes)
+                continue
+            out[i] = (members, notes)
+    return out

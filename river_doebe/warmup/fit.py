@@ -29,7 +29,8 @@ from river_doebe.engine import (
     edoebe_transition,
     twin_members,
 )
-from river_doebe.warmup.empirical_bayes import build_members
+from river_doebe.engine.threads import get_num_threads
+from river_doebe.warmup.empirical_bayes import member_sets
 from river_doebe.warmup.fallback import CONSTANT
 from river_doebe.warmup.families import derive_seed, resolve_families
 
@@ -123,14 +124,13 @@ def _mean_std(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 _ROUTINE = ("did not converge", "did not move", "not positive definite")
 
 
-def _relay(caught, family: str, verbose: bool) -> None:
-    for w in caught:
-        text = str(w.message)
+def _relay(notes, family: str, verbose: bool) -> None:
+    for text in notes:
         if any(r in text for r in _ROUTINE):
             if verbose:
                 print(f"[river-doebe] warm-up: {family}: {text}", flush=True)
         else:
-            warnings.warn(f"{family}: {text}", w.category, stacklevel=3)
+            warnings.warn(f"{family}: {text}", RuntimeWarning, stacklevel=4)
 
 
 def fit_members(
@@ -145,40 +145,40 @@ def fit_members(
 ) -> list[Member]:
     """Empirical Bayes on ``(Z, y)`` for every family, plus Laplace draws: the static members.
 
-    A family whose every start fails is skipped with a warning; if all families fail, the error
-    is raised.
+    The fits of all families run together on the library's threads
+    (:func:`river_doebe.get_num_threads`; the members are the same for any number). A family
+    whose every start fails is skipped with a warning; if all families fail, the error is raised.
     """
-    members: list[Member] = []
-    errors = []
-    seen: dict[str, int] = {}
+    t0 = time.perf_counter()
+    names, seeds, seen = [], [], {}
     for family in families:
         name = type(family).__name__
         seen[name] = seen.get(name, -1) + 1
-        fam_seed = derive_seed(seed, "fit", name, str(seen[name]))
-        t0 = time.perf_counter()
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                specs = build_members(
-                    copy.deepcopy(family), Z, y, n_samples=n_samples, starts=starts,
-                    seed=fam_seed, maxiter=maxiter,
-                )
-            _relay(caught, name, verbose)
-        except (RuntimeError, np.linalg.LinAlgError, ValueError) as exc:
-            warnings.warn(f"warm-up of {name} failed and is skipped: {exc}", RuntimeWarning,
+        names.append(name)
+        seeds.append(derive_seed(seed, "fit", name, str(seen[name])))
+    sets = member_sets(
+        [copy.deepcopy(f) for f in families], Z, y, n_samples=n_samples, starts=starts,
+        seeds=seeds, maxiter=maxiter, n_threads=get_num_threads(),
+    )
+    members: list[Member] = []
+    errors = []
+    for name, (specs, notes) in zip(names, sets, strict=True):
+        _relay(notes, name, verbose)
+        if isinstance(specs, Exception):
+            warnings.warn(f"warm-up of {name} failed and is skipped: {specs}", RuntimeWarning,
                           stacklevel=2)
-            errors.append(exc)
+            errors.append(specs)
             continue
         members.extend(
             s for s in specs if math.isfinite(s.var_theta) and math.isfinite(s.var_eps)
         )
         if verbose:
             n_modes = len({s.mode_index for s in specs})
-            print(
-                f"[river-doebe] warm-up: {name}: {n_modes} mode(s), {len(specs)} members "
-                f"in {time.perf_counter() - t0:.1f} s",
-                flush=True,
-            )
+            print(f"[river-doebe] warm-up: {name}: {n_modes} mode(s), {len(specs)} members",
+                  flush=True)
+    if verbose:
+        print(f"[river-doebe] warm-up: fits of {len(names)} families in "
+              f"{time.perf_counter() - t0:.1f} s", flush=True)
     if not members:
         raise RuntimeError(f"the warm-up found no usable member: {errors}")
     return members
