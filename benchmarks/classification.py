@@ -72,7 +72,7 @@ from river_doebe import (
     EDOEBEClassifier,
     datasets,
 )
-from river_doebe.cli import json_safe
+from river_doebe.utils import json_safe
 from river_doebe.warmup import Standardizer, fit_members, resolve_families
 
 ORDERS = ("shuffled", "file", "left-to-right")

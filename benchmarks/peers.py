@@ -41,7 +41,8 @@ from river import metrics as river_metrics
 
 from river_doebe import EDOEBE, datasets
 from river_doebe import metrics as rd_metrics
-from river_doebe.cli import json_safe
+from river_doebe.evaluate import progressive_scores
+from river_doebe.utils import json_safe
 from river_doebe.warmup import Standardizer
 
 STREAMS = ("drift", "static_then_drift", *datasets.PAPER_NAMES)
@@ -122,7 +123,7 @@ def run(make, has_dist, data, every) -> dict:
         if has_dist:
             metric_list["PLL"] = rd_metrics.PredictiveLogLikelihood(moment_matched=True)
             metric_list["PLL_mixture"] = rd_metrics.PredictiveLogLikelihood()
-        res = rd_metrics.progressive_scores(
+        res = progressive_scores(
             zip(xs, ys.tolist(), strict=True), model, metric_list, every=every
         )
     return {

@@ -78,7 +78,8 @@ from river_doebe.basis import (
     RandomFourierFeatures,
     RBFNetwork,
 )
-from river_doebe.cli import json_safe
+from river_doebe.evaluate import progressive_scores
+from river_doebe.utils import json_safe
 from river_doebe.warmup import Standardizer, empirical_bayes
 
 EXPERIMENTS = ("exp1", "exp2", "exp3", "sampling", "delta", "uci", "off")
@@ -438,7 +439,7 @@ def run_one(model, prep: Prepared, cfg: Config, record_weight=False) -> dict:
         warnings.simplefilter("ignore", RuntimeWarning)
         # the paper's PLL scores the moment-matched Gaussian; an ensemble's own predictive is
         # the mixture of its members (the same for a single learner)
-        res = rd_metrics.progressive_scores(
+        res = progressive_scores(
             _stream(prep.dicts(), prep.Ys, hook), model,
             {"nMSE": rd_metrics.NMSE(var_y=float(prep.Ys.var())),
              "PLL": rd_metrics.PredictiveLogLikelihood(moment_matched=True),

@@ -42,6 +42,7 @@ _SUBMODULES = (
     "kernels",
     "metrics",
     "preprocessing",
+    "utils",
     "warmup",
 )
 

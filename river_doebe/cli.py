@@ -9,7 +9,7 @@ Two subcommands::
 ``evaluate`` streams a dataset of :mod:`river_doebe.datasets`, or a user's CSV file read by
 river's ``stream.iter_csv`` (its numeric columns are the features), through a chosen model of
 this package and through river regressors, strictly one step ahead (each sample is predicted before
-it is learnt, :func:`river_doebe.metrics.progressive_scores`), shows a progress bar per model and
+it is learnt, :func:`river_doebe.evaluate.progressive_scores`), shows a progress bar per model and
 prints a table: nMSE, MAE, the predictive log-likelihood (PLL) where the model gives a
 predictive distribution, and samples per second. ``--json`` keeps every number and trace,
 ``--plot`` draws nMSE over time and the E-DOEBE's weights over time.
@@ -47,6 +47,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from river_doebe.utils import json_safe
 
 __all__ = ["MODELS", "PEERS", "build_parser", "main"]
 
@@ -302,7 +304,7 @@ def run_model(key, spec, model, dataset, n, var_y, every, progress=True, record_
     from river import metrics as river_metrics
     from tqdm import tqdm
 
-    from river_doebe import metrics
+    from river_doebe import evaluate, metrics
 
     metric_list = {"nMSE": metrics.NMSE(var_y=var_y), "MAE": river_metrics.MAE()}
     if spec.has_dist:
@@ -313,7 +315,7 @@ def run_model(key, spec, model, dataset, n, var_y, every, progress=True, record_
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            result = metrics.progressive_scores(
+            result = evaluate.progressive_scores(
                 _iterate(dataset, n, bar, recorder), model, metric_list, every=every
             )
     finally:
@@ -517,20 +519,6 @@ def format_table(runs: list[Run]) -> str:
         if k == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
-
-
-def json_safe(obj):
-    """JSON-safe copy of nested results: NaN and infinities become ``None``, NumPy scalars
-    Python numbers, keys strings."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {str(k): json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [json_safe(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return json_safe(obj.item())
-    return obj
 
 
 def write_json(path: Path, stream: str, n: int, var_y: float, settings: dict, runs,
