@@ -105,8 +105,20 @@ def test_reproduce_runs_and_writes_its_outputs(tmp_path):
     assert code == 0
     table = (tmp_path / "results.md").read_text()
     assert "E-DOEBE" in table and "Experiment 2" in table
+    exp3 = json.loads((tmp_path / "exp3.json").read_text())
+    labels = [m.label for m in reproduce.methods_for("exp3")]
+    assert exp3["methods"] == labels and set(exp3["streams"]) == {"friedman1",
+                                                                   "static_then_drift"}
+    for stream in exp3["streams"].values():
+        assert list(stream["methods"]) == labels
+        for entry in stream["methods"].values():
+            (trial,) = entry["trials"]
+            assert math.isfinite(trial["nmse"]) and math.isfinite(trial["pll"])
+            assert entry["nmse_mean"] == trial["nmse"] and entry["nmse_std"] == 0.0
     exp2 = json.loads((tmp_path / "exp2.json").read_text())
-    assert exp2
+    for entry in exp2["streams"]["static_then_drift"]["methods"].values():
+        weight = entry["trials"][0]["dynamic_weight"]
+        assert 0.0 <= weight["min"] <= weight["final"] <= weight["max"] <= 1.0
 
 
 @pytest.mark.slow
