@@ -72,15 +72,31 @@ from river_doebe import (
     EDOEBEClassifier,
     datasets,
 )
-from river_doebe.cli import json_safe
-from river_doebe.warmup import Standardizer, fit_members, resolve_families
+from river_doebe.utils import json_safe
+from river_doebe.warmup import (
+    DEFAULT_FAMILIES,
+    FAMILIES,
+    Standardizer,
+    family_templates,
+    fit_members,
+    resolve_families,
+)
 
 ORDERS = ("shuffled", "file", "left-to-right")
-FAMILIES = {"hsgp": ("HilbertGP", "HSGP"), "rff": ("RandomFourierFeatures", "RFF"),
-            "rbf": ("RBFNetwork", "RBF")}
+
+
+def _basis_class(family: str) -> str:
+    """The class name of a registry family's basis (fitted members and ``describe()`` name their
+    basis, not their family)."""
+    return type(family_templates(family, 1)[0]).__name__
+
+
+#: the E-DOEBE classifier's families (the registry's default set), each also run alone, by the
+#: class name of their basis
+FAMILY_OF_BASIS = {_basis_class(name): name for name in DEFAULT_FAMILIES}
 MODELS = {
     "edoebe": "E-DOEBE",
-    **{f"{kind}-{key}": f"{kind.upper()}-{tag}" for key, (_, tag) in FAMILIES.items()
+    **{f"{kind}-{name}": f"{kind.upper()}-{FAMILIES[name].tag}" for name in DEFAULT_FAMILIES
        for kind in ("oe", "doe")},
     "logreg": "LogisticRegression (river)",
     "hat": "HoeffdingAdaptiveTree (river)",
@@ -181,10 +197,10 @@ def build_models(cfg: Config, seed: int, fitted) -> dict:
             models[key] = (model, "raw")
         else:
             kind, fam = key.split("-")
-            name = FAMILIES[fam][0]
+            basis = _basis_class(fam)
             var_rw = cfg.var_rw if kind == "doe" else 0.0
             members = [DOBEClassifier(m.basis, var_theta=m.var_theta, var_rw=var_rw)
-                       for m in fitted if type(m.basis).__name__ == name]
+                       for m in fitted if type(m.basis).__name__ == basis]
             models[key] = (DOEBEClassifier(members), "std")
     return models
 
@@ -203,7 +219,7 @@ def edoebe_weights(edoebe: EDOEBEClassifier) -> dict:
     """The E-DOEBE's final weight of each family, static and dynamic."""
     out: dict = defaultdict(float)
     for d in edoebe.describe():
-        tag = next(t for n, t in FAMILIES.values() if n == d["family"])
+        tag = FAMILIES[FAMILY_OF_BASIS[d["family"]]].tag
         out[f"{'DOE' if d['dynamic'] else 'OE'}-{tag}"] += d["weight"]
     return dict(out)
 

@@ -34,7 +34,7 @@ import numpy as np
 from _common import HERE, default_data_dir
 
 from river_doebe import datasets
-from river_doebe.cli import json_safe
+from river_doebe.utils import json_safe
 from river_doebe.warmup import fit_ensemble
 
 STREAMS = ("friedman1", "friedman2", "elevators", "cadata", "cpusmall", "sarcos", "kuka1")

@@ -33,54 +33,38 @@ import json
 import math
 import time
 import warnings
+from functools import partial
 from pathlib import Path
 
 from _common import HERE, default_data_dir
-from river import forest, linear_model, neighbors, preprocessing, tree
 from river import metrics as river_metrics
 
-from river_doebe import EDOEBE, datasets
+from river_doebe import datasets
 from river_doebe import metrics as rd_metrics
-from river_doebe.cli import json_safe
+from river_doebe.cli.registry import MODELS, PEERS
+from river_doebe.evaluate import progressive_scores
+from river_doebe.utils import json_safe
 from river_doebe.warmup import Standardizer
 
 STREAMS = ("drift", "static_then_drift", *datasets.PAPER_NAMES)
 QUICK_STREAMS = STREAMS  # cut to 2000 samples
 
 
+#: river's peers, by their key in the command line's registry, in the order of the report
+PEER_KEYS = ("blr", "blr-smooth", "lr", "knn", "hat", "arf")
+
+
 def models(cfg: dict) -> dict:
-    """name -> (factory, gives a predictive distribution)."""
-    seed = cfg["seed"]
-    return {
-        "BayesianLinearRegression": (
-            lambda: preprocessing.StandardScaler() | linear_model.BayesianLinearRegression(),
-            True,
-        ),
-        "BayesianLinearRegression(smoothing=0.999)": (
-            lambda: preprocessing.StandardScaler()
-            | linear_model.BayesianLinearRegression(smoothing=0.999),
-            True,
-        ),
-        "LinearRegression": (
-            lambda: preprocessing.StandardScaler() | linear_model.LinearRegression(), False
-        ),
-        "KNNRegressor": (lambda: preprocessing.StandardScaler() | neighbors.KNNRegressor(), False),
-        # the trees' leaves hold linear models, which need scaled inputs
-        "HoeffdingAdaptiveTreeRegressor": (
-            lambda: preprocessing.StandardScaler() | tree.HoeffdingAdaptiveTreeRegressor(seed=seed),
-            False,
-        ),
-        "ARFRegressor": (
-            lambda: preprocessing.StandardScaler() | forest.ARFRegressor(seed=seed), False
-        ),
-        "EDOEBE": (
-            lambda: EDOEBE(n_warmup=cfg["n_warmup"], n_samples=cfg["n_samples"],
-                           starts=tuple(cfg["starts"]), seed=seed),
-            True,
-        ),
+    """name -> (factory, gives a predictive distribution): river's peers, named by their
+    estimator, and the drop-in E-DOEBE with ``cfg``'s warm-up, all built by the command line's
+    registry (the same models as ``river-doebe evaluate --peers ...``)."""
+    out = {
+        PEERS[key].estimator: (partial(PEERS[key].factory, cfg), PEERS[key].has_dist)
+        for key in PEER_KEYS
     }
-
-
+    edoebe = MODELS["edoebe"]
+    out["EDOEBE"] = (partial(edoebe.factory, cfg), edoebe.has_dist)
+    return out
 
 
 def load(name: str, data_dir, cfg: dict):
@@ -122,7 +106,7 @@ def run(make, has_dist, data, every) -> dict:
         if has_dist:
             metric_list["PLL"] = rd_metrics.PredictiveLogLikelihood(moment_matched=True)
             metric_list["PLL_mixture"] = rd_metrics.PredictiveLogLikelihood()
-        res = rd_metrics.progressive_scores(
+        res = progressive_scores(
             zip(xs, ys.tolist(), strict=True), model, metric_list, every=every
         )
     return {

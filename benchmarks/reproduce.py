@@ -71,15 +71,15 @@ from threadpoolctl import threadpool_limits
 
 from river_doebe import DOBE, DOEBE, EDOEBE, datasets
 from river_doebe import metrics as rd_metrics
-from river_doebe.basis import (
-    AdditivePolynomial,
-    HilbertGP,
-    Linear,
-    RandomFourierFeatures,
-    RBFNetwork,
+from river_doebe.evaluate import progressive_scores
+from river_doebe.utils import json_safe
+from river_doebe.warmup import (
+    DEFAULT_FAMILIES,
+    FAMILIES,
+    Standardizer,
+    empirical_bayes,
+    family_templates,
 )
-from river_doebe.cli import json_safe
-from river_doebe.warmup import Standardizer, empirical_bayes
 
 EXPERIMENTS = ("exp1", "exp2", "exp3", "sampling", "delta", "uci", "off")
 TITLES = {
@@ -235,29 +235,26 @@ class Streams:
 # ---------------------------------------------------------------------------------------------
 
 
+#: The experiments' variants of the registry's families: key -> (family, options). Every other
+#: key is a family of the registry with its defaults (river_doebe.warmup.families).
+VARIANTS = {
+    "hsgp500": ("hsgp", {"size": 500}),  # App. E: floor(500 / D) functions per input
+    "rff250": ("rff", {"size": 250}),  # App. E: 250 frequencies
+    "off": ("rff", {"optimize_frequencies": True}),  # App. G: optimised Fourier features
+    "rff-perturb": ("rff", {}),  # App. G: the same RFF, sampled by Gaussian perturbation
+    "hsgp-exp2": ("hsgp", {}),  # Exp. 2: the same HSGP, fitted once from length scales ~1
+}
+
+
+def variant(key: str) -> tuple[str, dict]:
+    """The registry family behind a family key, and the options it is built with."""
+    return VARIANTS.get(key, (key, {}))
+
+
 def templates(key: str, D: int, seed: int) -> list:
     """Basis templates of one family key, for ``D`` standardised inputs."""
-    ones = tuple([1.0] * D)
-    if key == "hsgp":  # floor(100 / D) functions per input
-        return [HilbertGP(n_features=max(100, D), lengthscale=ones)]
-    if key == "hsgp500":  # App. E: floor(500 / D) per input
-        return [HilbertGP(n_features=max(500, D), lengthscale=ones)]
-    if key in ("rff", "rff-perturb"):
-        return [RandomFourierFeatures(n_frequencies=50, lengthscale=ones, seed=seed)]
-    if key == "rff250":
-        return [RandomFourierFeatures(n_frequencies=250, lengthscale=ones, seed=seed)]
-    if key == "off":
-        return [RandomFourierFeatures(n_frequencies=50, lengthscale=ones, seed=seed,
-                                      optimize_frequencies=True)]
-    if key == "rbf":
-        return [RBFNetwork(n_centres=100, lengthscale=ones, seed=seed)]
-    if key == "poly":
-        return [AdditivePolynomial(degree=d) for d in (2, 3, 4)]
-    if key == "linear":
-        return [Linear()]
-    if key == "hsgp-exp2":
-        return [HilbertGP(n_features=max(100, D), lengthscale=ones)]
-    raise ValueError(f"unknown family {key!r}")
+    family, options = variant(key)
+    return family_templates(family, D, seed, **options)
 
 
 #: the Gaussian-perturbation ("gaussian") sampling strategy of App. G
@@ -356,9 +353,8 @@ class Method:
         raise ValueError(self.kind)
 
 
-def _tag(fam):
-    return {"hsgp": "HSGP", "rff": "RFF", "rbf": "RBF", "poly": "Poly", "linear": "Linear",
-            "hsgp500": "HSGP", "rff250": "RFF"}[fam]
+def _tag(key):
+    return FAMILIES[variant(key)[0]].tag
 
 
 def methods_for(experiment: str) -> list[Method]:
@@ -369,8 +365,8 @@ def methods_for(experiment: str) -> list[Method]:
                     Method(f"OE-{_tag(fam)}", (fam,), "oe")]
         return out
     if experiment == "exp3":
-        out = [Method("E-DOEBE", ("hsgp", "rff", "rbf"), "edoebe", 0.01)]
-        for fam in ("hsgp", "rff", "rbf"):
+        out = [Method("E-DOEBE", DEFAULT_FAMILIES, "edoebe", 0.01)]
+        for fam in DEFAULT_FAMILIES:
             out += [Method(f"DOE-{_tag(fam)}", (fam,), "doe"),
                     Method(f"OE-{_tag(fam)}", (fam,), "oe")]
         return out
@@ -381,7 +377,7 @@ def methods_for(experiment: str) -> list[Method]:
                     Method(f"DOE-{_tag(fam)}-Sample", (fam,), "doe")]
         return out
     if experiment == "delta":
-        return [Method(f"E-DOEBE delta={d:g}", ("hsgp", "rff", "rbf"), "edoebe", d)
+        return [Method(f"E-DOEBE delta={d:g}", DEFAULT_FAMILIES, "edoebe", d)
                 for d in DELTAS]
     if experiment == "uci":
         out = []
@@ -438,7 +434,7 @@ def run_one(model, prep: Prepared, cfg: Config, record_weight=False) -> dict:
         warnings.simplefilter("ignore", RuntimeWarning)
         # the paper's PLL scores the moment-matched Gaussian; an ensemble's own predictive is
         # the mixture of its members (the same for a single learner)
-        res = rd_metrics.progressive_scores(
+        res = progressive_scores(
             _stream(prep.dicts(), prep.Ys, hook), model,
             {"nMSE": rd_metrics.NMSE(var_y=float(prep.Ys.var())),
              "PLL": rd_metrics.PredictiveLogLikelihood(moment_matched=True),

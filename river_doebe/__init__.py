@@ -52,6 +52,7 @@ _SUBMODULES = (
     "kernels",
     "metrics",
     "preprocessing",
+    "utils",
     "warmup",
 )
 

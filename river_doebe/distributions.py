@@ -40,7 +40,7 @@ class _NotANumber:
     operand type(s) for -: 'float' and 'Gaussian'". That happens when river's own ``Metrics``
     container, which hands every metric the same prediction, holds a distribution metric
     behind a river point metric (``MAE() + PredictiveLogLikelihood()``) and the model is
-    wrapped in ``river_doebe.metrics.WithDist``.
+    wrapped in ``river_doebe.evaluate.WithDist``.
     """
 
     __slots__ = ()
@@ -49,12 +49,12 @@ class _NotANumber:
         raise TypeError(
             f"{type(self).__name__} {self!r} is a predictive distribution, not a number: a "
             "point metric (such as river's MAE) or other arithmetic was given the distribution "
-            "that `predict_one(x, with_dist=True)` or `river_doebe.metrics.WithDist` returns; its "
+            "that `predict_one(x, with_dist=True)` or `river_doebe.evaluate.WithDist` returns; its "
             "mean is `.mu`. To score point and distribution metrics together, put a river_doebe "
             "metric first (`PredictiveLogLikelihood() + MAE()`) or write "
             "`river_doebe.metrics.Metrics([MAE(), PredictiveLogLikelihood()])`: river's "
             "`MAE() + PredictiveLogLikelihood()` gives every metric the same prediction. "
-            "`river_doebe.metrics.progressive_scores` takes either."
+            "`river_doebe.evaluate.progressive_scores` takes either."
         )
 
     __add__ = __radd__ = __sub__ = __rsub__ = _not_a_number

@@ -1,4 +1,4 @@
-"""Metrics of the DOEBE paper, and a one-step-ahead evaluation driver.
+"""Metrics of the DOEBE paper, and a container that gives each metric what it needs.
 
 The paper scores a stream with two numbers (Section 5):
 
@@ -9,43 +9,32 @@ The paper scores a stream with two numbers (Section 5):
   predictive distribution: `PredictiveLogLikelihood`.
 
 Both are river metrics (``update(y_true, y_pred)``, ``revert``, ``get``). The log-likelihood needs
-the predictive distribution, not a point prediction; river's ``evaluate.progressive_val_score``
-only calls ``predict_one(x)``. Two ways around that are provided:
+the predictive distribution, not a point prediction. Combined with river's point metrics, a
+metric of this module first, ``PredictiveLogLikelihood() + MAE()``, or written
+``Metrics([MAE(), PredictiveLogLikelihood()])``, builds a `Metrics` container, which hands the
+distribution to the metrics that need it and its mean to all others.
 
-- `WithDist` wraps a model so that ``predict_one(x)`` returns ``predict_one(x, with_dist=True)``;
-  use it with ``progressive_val_score``. To score river's point metrics at the same time,
-  combine the metrics with one of this module first, ``PredictiveLogLikelihood() + MAE()``, or
-  as ``Metrics([MAE(), PredictiveLogLikelihood()])``: that container (`Metrics`) hands the
-  distribution to the metrics that need it and its mean to all others;
-- `progressive_scores` runs the predict-then-learn loop itself and feeds each metric what it
-  needs (a point prediction to `NMSE` and to river's metrics, the distribution to
-  `PredictiveLogLikelihood`), with optional traces for plotting.
+River's ``evaluate.progressive_val_score`` only calls ``predict_one(x)``: to feed it a
+distribution, wrap the model in :class:`river_doebe.evaluate.WithDist`, or let
+:func:`river_doebe.evaluate.progressive_scores` run the predict-then-learn loop (see
+:mod:`river_doebe.evaluate`).
 
 """
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
 import math
 import numbers
-import time
 
-import numpy as np
-from river import base, proba
 from river.metrics import base as metrics_base
 
-from river_doebe._compat import is_classifier, is_regressor
-from river_doebe.distributions import PredictiveGaussian
+from river_doebe._compat import is_regressor
 
 __all__ = [
     "NMSE",
     "Metrics",
     "PLL",
     "PredictiveLogLikelihood",
-    "ProgressiveResult",
-    "WithDist",
-    "progressive_scores",
 ]
 
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -73,16 +62,6 @@ def _point(y_pred):
     )
 
 
-def _variance(y_pred) -> float:
-    """The predictive variance carried by ``y_pred``, or NaN if it carries none."""
-    sigma = getattr(y_pred, "sigma", None)
-    if sigma is not None:
-        return sigma * sigma
-    if isinstance(y_pred, tuple | list) and len(y_pred) == 2:
-        return float(y_pred[1])
-    return math.nan
-
-
 def _gaussian_log_density(y, mean, var) -> float:
     if not (var > 0.0 and math.isfinite(var)):
         raise ValueError(f"a predictive variance must be positive and finite, got {var!r}")
@@ -96,8 +75,8 @@ def _log_density(y_pred, y_true) -> float:
         raise TypeError(
             "PredictiveLogLikelihood needs a predictive distribution, got the number "
             f"{y_pred!r}. Call `model.predict_one(x, with_dist=True)`, wrap the model in "
-            "`river_doebe.metrics.WithDist` for `evaluate.progressive_val_score`, or use "
-            "`river_doebe.metrics.progressive_scores`."
+            "`river_doebe.evaluate.WithDist` for `evaluate.progressive_val_score`, or use "
+            "`river_doebe.evaluate.progressive_scores`."
         )
     log_pdf = getattr(y_pred, "log_pdf", None)
     if log_pdf is not None:
@@ -157,7 +136,7 @@ class NMSE(_CombinesIntoMetrics, metrics_base.RegressionMetric):
 
     ``y_pred`` may be a number or a predictive distribution (anything with a ``mu`` attribute,
     such as ``river.proba.Gaussian``, or a ``(mean, var)`` tuple), whose mean is used. So the
-    metric also works on the output of `WithDist`.
+    metric also works on the output of :class:`~river_doebe.evaluate.WithDist`.
 
     Parameters
     ----------
@@ -259,8 +238,9 @@ class PredictiveLogLikelihood(_CombinesIntoMetrics, metrics_base.RegressionMetri
     - a Gaussian's ``(mean, variance)`` tuple.
 
     A plain number raises ``TypeError``. In progressive validation, either wrap the model in
-    `WithDist` and call ``evaluate.progressive_val_score`` as usual, or use
-    `progressive_scores`, which hands this metric the distribution and other metrics the mean.
+    :class:`~river_doebe.evaluate.WithDist` and call ``evaluate.progressive_val_score`` as
+    usual, or use :func:`~river_doebe.evaluate.progressive_scores`, which hands this metric the
+    distribution and other metrics the mean.
     Combined with river's point metrics, put this one first, ``PredictiveLogLikelihood() +
     metrics.MAE()``, or write ``Metrics([metrics.MAE(), PredictiveLogLikelihood()])``: both
     give ``MAE`` the mean (see `Metrics`).
@@ -304,7 +284,8 @@ class PredictiveLogLikelihood(_CombinesIntoMetrics, metrics_base.RegressionMetri
 
     >>> from river import evaluate, linear_model
     >>> from river_doebe import datasets
-    >>> model = metrics.WithDist(linear_model.BayesianLinearRegression())
+    >>> from river_doebe.evaluate import WithDist
+    >>> model = WithDist(linear_model.BayesianLinearRegression())
     >>> evaluate.progressive_val_score(
     ...     datasets.Drift(n_samples=500), model, metrics.PredictiveLogLikelihood()
     ... )
@@ -312,7 +293,8 @@ class PredictiveLogLikelihood(_CombinesIntoMetrics, metrics_base.RegressionMetri
 
     """
 
-    #: Tells `progressive_scores` to pass the predictive distribution, not its mean.
+    #: Tells `Metrics` and :func:`~river_doebe.evaluate.progressive_scores` to pass the
+    #: predictive distribution, not its mean.
     requires_distribution = True
 
     def __init__(self, moment_matched: bool = False):
@@ -358,12 +340,14 @@ class Metrics(metrics_base.Metrics):
 
     river's own container, ``river.metrics.base.Metrics``, hands every metric the same
     prediction. That fails when distribution metrics and point metrics are mixed: given a
-    predictive distribution (from a model wrapped in `WithDist`), river's ``MAE`` cannot
-    subtract it from the target; given a number, `PredictiveLogLikelihood` has no density to
-    score. This container looks at each metric instead: those with ``requires_distribution``
-    (`PredictiveLogLikelihood`) get the distribution, all others (`NMSE`, river's ``MAE``,
-    ``RMSE``, ``R2``, ...) get its mean (a number passes through unchanged). It is a river
-    ``Metrics``, so ``evaluate.progressive_val_score`` and `progressive_scores` take it.
+    predictive distribution (from a model wrapped in :class:`~river_doebe.evaluate.WithDist`),
+    river's ``MAE`` cannot subtract it from the target; given a number,
+    `PredictiveLogLikelihood` has no density to score. This container looks at each metric
+    instead: those with ``requires_distribution`` (`PredictiveLogLikelihood`) get the
+    distribution, all others (`NMSE`, river's ``MAE``, ``RMSE``, ``R2``, ...) get its mean (a
+    number passes through unchanged). It is a river ``Metrics``, so
+    ``evaluate.progressive_val_score`` and :func:`~river_doebe.evaluate.progressive_scores`
+    take it.
 
     Adding a metric of this module to another regression metric builds one:
     ``PredictiveLogLikelihood() + MAE()`` and ``NMSE() + MAE()`` are ``Metrics``, and so is
@@ -384,11 +368,12 @@ class Metrics(metrics_base.Metrics):
     >>> from river import evaluate, linear_model
     >>> from river import metrics as river_metrics
     >>> from river_doebe import datasets, metrics
+    >>> from river_doebe.evaluate import WithDist
 
     >>> combined = metrics.PredictiveLogLikelihood() + river_metrics.MAE()
     >>> type(combined).__module__, type(combined).__name__
     ('river_doebe.metrics', 'Metrics')
-    >>> model = metrics.WithDist(linear_model.BayesianLinearRegression())
+    >>> model = WithDist(linear_model.BayesianLinearRegression())
     >>> evaluate.progressive_val_score(datasets.Drift(n_samples=500), model, combined)
     PredictiveLogLikelihood: -1.23...
     MAE: 0.61...
@@ -396,7 +381,7 @@ class Metrics(metrics_base.Metrics):
     With river's metric first, name the container:
 
     >>> combined = metrics.Metrics([river_metrics.MAE(), metrics.PredictiveLogLikelihood()])
-    >>> model = metrics.WithDist(linear_model.BayesianLinearRegression())
+    >>> model = WithDist(linear_model.BayesianLinearRegression())
     >>> evaluate.progressive_val_score(datasets.Drift(n_samples=500), model, combined)
     MAE: 0.61...
     PredictiveLogLikelihood: -1.23...
@@ -406,7 +391,7 @@ class Metrics(metrics_base.Metrics):
     >>> river_made = river_metrics.MAE() + metrics.PredictiveLogLikelihood()
     >>> type(river_made).__module__
     'river.metrics.base'
-    >>> model = metrics.WithDist(linear_model.BayesianLinearRegression())
+    >>> model = WithDist(linear_model.BayesianLinearRegression())
     >>> evaluate.progressive_val_score(datasets.Drift(n_samples=500), model, river_made)
     Traceback (most recent call last):
     ...
@@ -471,347 +456,3 @@ class Metrics(metrics_base.Metrics):
         if isinstance(other, int) and not isinstance(other, bool) and other == 0:
             return type(self)(list(self), str_sep=self.str_sep)
         return type(self)([other, *self], str_sep=self.str_sep)
-
-
-# ---------------------------------------------------------------------------------------------
-# Progressive validation with predictive distributions
-# ---------------------------------------------------------------------------------------------
-
-
-class WithDist(base.Wrapper, base.Regressor):
-    """Make a regressor's ``predict_one`` return its predictive distribution.
-
-    ``WithDist(model).predict_one(x)`` returns ``model.predict_one(x, with_dist=True)``, and
-    ``learn_one`` is forwarded unchanged. This lets river's ``evaluate.progressive_val_score``,
-    which calls ``predict_one(x)`` without options, feed a distribution to
-    `PredictiveLogLikelihood`. Every metric then receives the distribution: those of this
-    module accept it (`NMSE` uses its mean); river's own point metrics, such as
-    ``metrics.MAE``, get its mean when they are combined with a metric of this module,
-    ``PredictiveLogLikelihood() + MAE()`` or ``Metrics([MAE(), PredictiveLogLikelihood()])``
-    (see `Metrics`). `progressive_scores` does the same without the wrapper.
-
-    A river ``proba.Gaussian`` is returned as a `river_doebe.distributions.PredictiveGaussian`
-    with the same state (still a ``proba.Gaussian``), whose arithmetic raises a ``TypeError``
-    that explains how to combine the metrics if a point metric is handed the distribution.
-
-    Parameters
-    ----------
-    model
-        A regressor whose ``predict_one`` accepts ``with_dist=True``: this package's models,
-        river's ``linear_model.BayesianLinearRegression``, or a pipeline ending in one.
-
-    Examples
-    --------
-    >>> from river import evaluate, linear_model, proba
-    >>> from river import metrics as river_metrics
-    >>> from river_doebe import datasets, metrics
-
-    >>> model = metrics.WithDist(linear_model.BayesianLinearRegression())
-    >>> evaluate.progressive_val_score(
-    ...     datasets.Drift(n_samples=500),
-    ...     model,
-    ...     metrics.NMSE() + metrics.PredictiveLogLikelihood() + river_metrics.MAE(),
-    ... )
-    NMSE: 0.52...
-    PredictiveLogLikelihood: -1.23...
-    MAE: 0.61...
-
-    >>> x, _ = next(iter(datasets.Drift()))
-    >>> isinstance(model.predict_one(x), proba.Gaussian)
-    True
-
-    """
-
-    def __init__(self, model):
-        self.model = model
-
-    @property
-    def _wrapped_model(self):
-        return self.model
-
-    @classmethod
-    def _unit_test_params(cls):
-        from river import linear_model
-
-        yield {"model": linear_model.BayesianLinearRegression()}
-
-    def _unit_test_skips(self):
-        # The predictions are distribution objects, which this check compares with `==`;
-        # feature-order invariance is the wrapped model's property and is checked on it.
-        return {"check_shuffle_features_no_impact"}
-
-    def learn_one(self, x, y, **kwargs):
-        self.model.learn_one(x, y, **kwargs)
-
-    def predict_one(self, x, **kwargs):
-        kwargs.pop("with_dist", None)
-        dist = self.model.predict_one(x, with_dist=True, **kwargs)
-        if type(dist) is proba.Gaussian:
-            return PredictiveGaussian._adopt(dist)
-        return dist
-
-
-@dataclasses.dataclass
-class ProgressiveResult:
-    """What `progressive_scores` returns.
-
-    Attributes
-    ----------
-    scores
-        Final value of each metric, by name.
-    n_samples
-        Number of samples streamed.
-    steps
-        Sample counts (1-based) at which the traces were recorded; empty without ``every``.
-    traces
-        Value of each metric at each of ``steps``, by name.
-    predictions
-        With ``keep_predictions=True``: the point prediction (predictive mean, or label) made
-        for each sample before learning it; NaN where the model returned ``None``.
-    variances
-        With ``keep_predictions=True`` and predictive distributions: the predictive variance
-        for each sample; otherwise ``None``.
-    elapsed
-        Wall-clock seconds spent in the loop.
-
-    """
-
-    scores: dict
-    n_samples: int
-    steps: np.ndarray
-    traces: dict
-    predictions: np.ndarray | None = None
-    variances: np.ndarray | None = None
-    elapsed: float = 0.0
-
-    def __getitem__(self, name):
-        return self.scores[name]
-
-
-def _named_metrics(metrics) -> list[tuple[str, metrics_base.Metric]]:
-    if isinstance(metrics, metrics_base.Metric) and not isinstance(metrics, metrics_base.Metrics):
-        metrics = [metrics]
-    if isinstance(metrics, dict):
-        items = list(metrics.items())
-    else:
-        flat = []
-        for m in metrics:
-            flat.extend(m if isinstance(m, metrics_base.Metrics) else [m])
-        items, seen = [], {}
-        for m in flat:
-            name = type(m).__name__
-            seen[name] = seen.get(name, 0) + 1
-            items.append((name if seen[name] == 1 else f"{name}_{seen[name]}", m))
-    for name, m in items:
-        if not isinstance(m, metrics_base.Metric):
-            raise TypeError(f"{name!r} is not a river metric: {m!r}")
-    return items
-
-
-def _accepts_with_dist(method) -> bool:
-    try:
-        params = inspect.signature(method).parameters
-    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
-        return True
-    return "with_dist" in params or any(
-        p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()
-    )
-
-
-def _is_model(obj) -> bool:
-    return isinstance(obj, base.Estimator) or (
-        callable(getattr(obj, "learn_one", None)) and callable(getattr(obj, "predict_one", None))
-    )
-
-
-def progressive_scores(
-    dataset,
-    model,
-    metrics,
-    *,
-    every: int | None = None,
-    with_dist: bool | None = None,
-    keep_predictions: bool = False,
-) -> ProgressiveResult:
-    """Progressive (one-step-ahead) validation that gives each metric what it needs.
-
-    The arguments come in the order of river's ``evaluate.progressive_val_score``: ``(dataset,
-    model, metrics)``. For each ``(x, y)`` of ``dataset``, in order: predict for ``x``, update
-    every metric with ``y`` and that prediction, and only then ``model.learn_one(x, y)``. No
-    prediction ever depends on its own target. The model is called once per step:
-
-    - for a regressor, ``predict_one(x, with_dist=True)`` when a distribution is needed (some
-      metric has ``requires_distribution``, such as `PredictiveLogLikelihood`, or
-      ``with_dist=True``), else ``predict_one(x)``. Metrics that need the distribution get it;
-      all others (`NMSE`, river's ``MAE``, ``R2``, ...) get its mean;
-    - for a classifier, ``predict_proba_one(x)`` when some metric works on probabilities
-      (``requires_labels`` is false, e.g. river's ``LogLoss``), else ``predict_one(x)``; label
-      metrics get the most probable label.
-
-    Where the model returns ``None``, no metric is updated, as in river. The metrics are updated
-    in place, like ``evaluate.progressive_val_score`` does.
-
-    Parameters
-    ----------
-    dataset
-        An iterable of ``(x, y)`` pairs, such as a river dataset.
-    model
-        A river regressor or classifier. It is trained in place.
-    metrics
-        A metric, a list of metrics (river ``Metrics`` containers are flattened), or a dict
-        ``{name: metric}``. In a list, a metric is named by its class, with ``_2``, ``_3``, ...
-        appended to repeats.
-    every
-        If given, record every metric's value after every ``every`` samples, and after the
-        last one (the traces, for plotting).
-    with_dist
-        Force (``True``) or forbid (``False``) asking a regressor for its distribution; by
-        default it is asked only when a metric needs it. Forcing it gives the predictive
-        variances with ``keep_predictions``.
-    keep_predictions
-        Whether to return the point predictions (and predictive variances) for every sample.
-
-    Returns
-    -------
-    A `ProgressiveResult`; ``result.scores`` holds the final values and ``result["NMSE"]`` is a
-    shortcut.
-
-    Examples
-    --------
-    >>> from river import linear_model, metrics as river_metrics
-    >>> from river_doebe import datasets, metrics
-
-    >>> dataset = datasets.Drift(n_samples=500)
-    >>> result = metrics.progressive_scores(
-    ...     dataset,
-    ...     linear_model.BayesianLinearRegression(),
-    ...     [metrics.NMSE(), metrics.PredictiveLogLikelihood(), river_metrics.MAE()],
-    ...     every=100,
-    ... )
-    >>> result.scores
-    {'NMSE': 0.52..., 'PredictiveLogLikelihood': -1.23..., 'MAE': 0.61...}
-    >>> result.steps
-    array([100, 200, 300, 400, 500])
-    >>> result.traces["NMSE"].shape
-    (5,)
-
-    The paper's nMSE divides by the variance of all the streamed targets:
-
-    >>> _, y = dataset.arrays()
-    >>> paper = metrics.progressive_scores(
-    ...     dataset, linear_model.BayesianLinearRegression(), metrics.NMSE(var_y=y.var())
-    ... )
-    >>> bool(abs(paper["NMSE"] - result["NMSE"]) < 1e-12)
-    True
-
-    The model comes second, as in river:
-
-    >>> model = linear_model.BayesianLinearRegression()
-    >>> metrics.progressive_scores(model, dataset, metrics.NMSE())
-    Traceback (most recent call last):
-    ...
-    TypeError: progressive_scores takes (dataset, model, metrics), like river's ...
-
-    """
-    if _is_model(dataset):
-        raise TypeError(
-            "progressive_scores takes (dataset, model, metrics), like river's "
-            "evaluate.progressive_val_score, but its first argument is the model "
-            f"{type(dataset).__name__}: call progressive_scores(dataset, model, metrics)"
-        )
-    if not _is_model(model):
-        raise TypeError(
-            "progressive_scores takes (dataset, model, metrics): the second argument must be a "
-            f"river model with learn_one and predict_one, got {type(model).__name__}"
-        )
-    if every is not None and (int(every) != every or every < 1):
-        raise ValueError(f"every must be a positive integer, got {every!r}")
-    named = _named_metrics(metrics)
-    is_clf = is_classifier(model)
-
-    if is_clf:
-        raw = [not getattr(m, "requires_labels", True) for _, m in named]
-        use_raw = any(raw)
-        if use_raw:
-            predict = model.predict_proba_one
-
-            def to_point(p):
-                return max(p, key=p.get) if p else None
-
-        else:
-            predict = model.predict_one
-            to_point = None
-    else:
-        raw = [bool(getattr(m, "requires_distribution", False)) for _, m in named]
-        use_raw = any(raw) if with_dist is None else bool(with_dist)
-        if any(raw) and not use_raw:
-            needs = [name for (name, _), r in zip(named, raw, strict=True) if r]
-            raise ValueError(f"with_dist=False, but {needs} need a predictive distribution")
-        if use_raw:
-            if isinstance(model, WithDist):
-                predict = model.predict_one
-            else:
-                if not _accepts_with_dist(model.predict_one):
-                    raise TypeError(
-                        f"{type(model).__name__}.predict_one does not accept `with_dist`, so it "
-                        "cannot give the predictive distribution that "
-                        f"{[n for (n, _), r in zip(named, raw, strict=True) if r] or 'with_dist'}"
-                        " needs."
-                    )
-                predict_one = model.predict_one
-
-                def predict(x):
-                    return predict_one(x, with_dist=True)
-
-        else:
-            predict = model.predict_one
-        to_point = _point  # a float for every regression metric, whatever the model returns
-
-    raw_updates = [m.update for (_, m), r in zip(named, raw, strict=True) if r]
-    point_updates = [m.update for (_, m), r in zip(named, raw, strict=True) if not r]
-    learn = model.learn_one
-    keep_var = keep_predictions and use_raw and not is_clf
-    preds: list = []
-    variances: list = []
-    steps: list[int] = []
-    trace_rows: list[list[float]] = []
-
-    def record(t):
-        steps.append(t)
-        trace_rows.append([m.get() for _, m in named])
-
-    t = 0
-    start = time.perf_counter()
-    for x, y in dataset:
-        y_pred = predict(x)
-        if y_pred is not None:
-            point = to_point(y_pred) if to_point is not None else y_pred
-            for update in raw_updates:
-                update(y, y_pred)
-            if point is not None:
-                for update in point_updates:
-                    update(y, point)
-        else:
-            point = None
-        if keep_predictions:
-            preds.append(math.nan if point is None else point)
-            if keep_var:
-                variances.append(math.nan if y_pred is None else _variance(y_pred))
-        learn(x, y)
-        t += 1
-        if every is not None and t % every == 0:
-            record(t)
-    elapsed = time.perf_counter() - start
-    if every is not None and t and (not steps or steps[-1] != t):
-        record(t)
-
-    table = np.array(trace_rows, dtype=float).reshape(len(steps), len(named))
-    return ProgressiveResult(
-        scores={name: m.get() for name, m in named},
-        n_samples=t,
-        steps=np.array(steps, dtype=int),
-        traces={name: table[:, j].copy() for j, (name, _) in enumerate(named)},
-        predictions=np.array(preds) if keep_predictions else None,
-        variances=np.array(variances, dtype=float) if keep_var else None,
-        elapsed=elapsed,
-    )

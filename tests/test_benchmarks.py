@@ -1,18 +1,24 @@
-"""Smoke runs of the benchmark scripts on tiny settings, so that they cannot rot.
+"""The benchmark scripts: runs on tiny settings, so that they cannot rot, and the registries they
+build their models from.
 
-Only that they run end to end and write their outputs is checked here; their numbers are what
-the scripts themselves are for.
+The runs (marked ``slow``) check that each script ends with status 0 and writes every row and
+field it reports, with the derived figures (ratios, rates) computed from the ones it reports;
+the figures themselves are what the scripts are for.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import sys
 import warnings
 from pathlib import Path
 
 import pytest
+
+from river_doebe.cli.registry import MODELS, PEERS
+from river_doebe.warmup import FAMILIES
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -27,6 +33,65 @@ def _load(name):
     return module
 
 
+# ---------------------------------------------------------------------------------------------
+# The registries: one for the families, one for river's peers
+# ---------------------------------------------------------------------------------------------
+
+
+def test_peers_builds_the_command_line_s_models_under_the_names_of_its_reports():
+    peers = _load("peers")
+    cfg = {"n_warmup": 300, "n_samples": 2, "starts": (1.0,), "seed": 4}
+    built = peers.models(cfg)
+    # the names of benchmarks/results/peers.md, in its order
+    assert list(built) == [
+        "BayesianLinearRegression", "BayesianLinearRegression(smoothing=0.999)",
+        "LinearRegression", "KNNRegressor", "HoeffdingAdaptiveTreeRegressor", "ARFRegressor",
+        "EDOEBE",
+    ]
+    specs = [PEERS[key] for key in peers.PEER_KEYS] + [MODELS["edoebe"]]
+    for (make, has_dist), spec in zip(built.values(), specs, strict=True):
+        model = make()
+        assert has_dist == spec.has_dist
+        assert repr(model) == repr(spec.factory(cfg))  # the same estimator, the same settings
+    edoebe = built["EDOEBE"][0]()
+    assert (edoebe.n_warmup, edoebe.n_samples, tuple(edoebe.starts), edoebe.seed) == (
+        300, 2, (1.0,), 4
+    )
+
+
+def test_reproduce_s_families_are_the_registry_s_with_options():
+    reproduce = _load("reproduce")
+    keys = {key for e in reproduce.EXPERIMENTS for m in reproduce.methods_for(e)
+            for key in m.families}
+    assert keys == set(FAMILIES) | set(reproduce.VARIANTS)
+    for key in keys:
+        family, options = reproduce.variant(key)
+        assert family in FAMILIES
+        built = reproduce.templates(key, 3, 7)
+        reference = FAMILIES[family].templates(3, 7, **options)
+        assert [repr(b) for b in built] == [repr(b) for b in reference]
+    assert reproduce.templates("hsgp500", 3, 0)[0].n_features == 500
+    assert reproduce.templates("rff250", 3, 0)[0].n_frequencies == 250
+    assert reproduce.templates("off", 3, 0)[0].optimize_frequencies
+    labels = [m.label for m in reproduce.methods_for("uci")]
+    assert labels == ["DOE-HSGP", "OE-HSGP", "DOE-RFF", "OE-RFF"]
+
+
+def test_classification_s_family_models_are_the_default_families():
+    classification = _load("classification")
+    assert set(classification.FAMILY_OF_BASIS) == {"HilbertGP", "RandomFourierFeatures",
+                                                   "RBFNetwork"}
+    assert [label for key, label in classification.MODELS.items() if "-" in key] == [
+        "OE-HSGP", "DOE-HSGP", "OE-RFF", "DOE-RFF", "OE-RBF", "DOE-RBF"
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# The scripts, end to end
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
 def test_reproduce_runs_and_writes_its_outputs(tmp_path):
     pytest.importorskip("matplotlib")
     reproduce = _load("reproduce")
@@ -37,23 +102,45 @@ def test_reproduce_runs_and_writes_its_outputs(tmp_path):
             "static_then_drift", "--max-samples", "900", "--n-warmup", "300",
             "--out", str(tmp_path),
         ])
-    assert code in (0, None)
+    assert code == 0
     table = (tmp_path / "results.md").read_text()
     assert "E-DOEBE" in table and "Experiment 2" in table
+    exp3 = json.loads((tmp_path / "exp3.json").read_text())
+    labels = [m.label for m in reproduce.methods_for("exp3")]
+    assert exp3["methods"] == labels and set(exp3["streams"]) == {"friedman1",
+                                                                   "static_then_drift"}
+    for stream in exp3["streams"].values():
+        assert list(stream["methods"]) == labels
+        for entry in stream["methods"].values():
+            (trial,) = entry["trials"]
+            assert math.isfinite(trial["nmse"]) and math.isfinite(trial["pll"])
+            assert entry["nmse_mean"] == trial["nmse"] and entry["nmse_std"] == 0.0
     exp2 = json.loads((tmp_path / "exp2.json").read_text())
-    assert exp2
+    for entry in exp2["streams"]["static_then_drift"]["methods"].values():
+        weight = entry["trials"][0]["dynamic_weight"]
+        assert 0.0 <= weight["min"] <= weight["final"] <= weight["max"] <= 1.0
 
 
+@pytest.mark.slow
 def test_peers_runs_and_writes_its_outputs(tmp_path):
     peers = _load("peers")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         code = peers.main(["--quick", "--streams", "drift", "--max-samples", "700",
                            "--out", str(tmp_path)])
-    assert code in (0, None)
-    assert "EDOEBE" in (tmp_path / "peers.md").read_text()
+    assert code == 0
+    doc = json.loads((tmp_path / "peers.json").read_text())
+    rows = doc["results"]["drift"]
+    assert list(rows) == list(peers.models(doc["config"]))
+    for name, row in rows.items():
+        assert row["samples_per_s"] == pytest.approx(200 / row["stream_s"])  # 700 - 500 warm-up
+        assert (row["pll"] is None) == (not peers.models(doc["config"])[name][1])
+        assert row["nmse_trace"][-1] == pytest.approx(row["nmse"])
+    table = (tmp_path / "peers.md").read_text()
+    assert all(f"| {name} |" in table for name in rows)
 
 
+@pytest.mark.slow
 def test_lookahead_runs_and_writes_its_outputs(tmp_path):
     lookahead = _load("lookahead")
     with warnings.catch_warnings():
@@ -68,16 +155,31 @@ def test_lookahead_runs_and_writes_its_outputs(tmp_path):
     assert "look-ahead" in (tmp_path / "lookahead.md").read_text()
 
 
-def test_throughput_runs_and_writes_its_outputs(tmp_path, monkeypatch):
+@pytest.mark.slow
+def test_throughput_writes_every_model_with_its_rate_and_ratio(tmp_path):
     throughput = _load("throughput")
-    # a smaller ensemble and warm-up keep the smoke run short; the script's own defaults
-    # are what its results file reports
-    monkeypatch.setattr(throughput, "time_warmup", lambda repeats: {"seconds_best": 0.0,
-                                                                   "samples": 0, "inputs": 0,
-                                                                   "members": 0})
     out = tmp_path / "throughput.json"
+    n, repeats = 1400, 1
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        payload = throughput.main(["--n", "1400", "--repeats", "1", "--out", str(out)])
-    assert out.exists()
-    assert payload["results"]["DOBE, 100 RFF features"]["samples_per_second"] > 0
+        payload = throughput.main(["--n", str(n), "--repeats", str(repeats), "--out", str(out)])
+    assert json.loads(out.read_text()) == json.loads(json.dumps(payload))
+    results = payload["results"]
+    drop_in = "EDOEBE() drop-in, streaming after from_batch on 1,000"
+    assert list(results) == [*throughput.candidates(), drop_in]
+    fields = {"seconds", "samples_per_second", "mae_second_half", "state_bytes_half",
+              "state_bytes_end", "speed_ratio_vs_river_blr"}
+    reference = results["river BayesianLinearRegression"]["samples_per_second"]
+    for name, row in results.items():
+        assert set(row) >= fields, name
+        streamed = n - 1000 if name == drop_in else n
+        assert row["samples_per_second"] == pytest.approx(streamed / row["seconds"])
+        assert row["speed_ratio_vs_river_blr"] == pytest.approx(
+            row["samples_per_second"] / reference
+        )
+        assert row["state_bytes_end"] > 0 and math.isfinite(row["mae_second_half"])
+    assert results[drop_in]["members"] >= results[drop_in]["live_members_at_end"] > 0
+    warmup = payload["warmup"]
+    assert (warmup["samples"], warmup["inputs"]) == (1000, 21) and warmup["members"] > 0
+    assert len(warmup["seconds_all"]) == repeats
+    assert warmup["seconds_best"] == min(warmup["seconds_all"]) > 0

@@ -1,9 +1,12 @@
-"""The ``river-doebe`` command line: the main job on small settings, and every error path."""
+"""The ``river-doebe`` command line: the main job on small settings, and every error path.
+
+The runs go through ``cli.main`` in this process; a few go through ``python -m river_doebe`` in
+a subprocess, to check what a user's shell sees (those are marked ``slow``).
+"""
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -11,19 +14,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from river import metrics as river_metrics
 
-from river_doebe import cli, datasets
+from river_doebe import cli, datasets, metrics
+from river_doebe.cli import entry, registry, streams
+from river_doebe.evaluate import progressive_scores
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["--n", "600", "--n-warmup", "200", "--n-samples", "1", "--no-progress"]
-
-
-def _data_dir() -> Path | None:
-    env = os.environ.get(datasets.ENV_VAR)
-    for folder in (env, ROOT.parent / "shared" / "data"):
-        if folder and Path(folder).is_dir():
-            return Path(folder)
-    return None
+# the settings SMALL gives a model (the starts are the default ones)
+SMALL_SETTINGS = {"n_warmup": 200, "n_samples": 1, "starts": registry.DEFAULT["starts"], "seed": 0}
 
 
 def _run(*args, env_extra=None, drop_env=()):
@@ -47,6 +47,7 @@ def _error_line(stderr: str) -> str:
 # --------------------------------------------------------------------------- the main job
 
 
+@pytest.mark.slow  # about 4 s: three models, each run twice
 def test_evaluate_default_model_with_peers_json_and_plot(tmp_path, capsys):
     out_json, out_png = tmp_path / "res" / "run.json", tmp_path / "res" / "run.png"
     status = cli.main(
@@ -61,13 +62,13 @@ def test_evaluate_default_model_with_peers_json_and_plot(tmp_path, capsys):
     assert doc["stream"] == "drift" and doc["n_samples"] == 600
     runs = {r["key"]: r for r in doc["results"]}
     assert list(runs) == ["edoebe", "blr", "hat"]
-    for r in runs.values():
-        assert 0.0 < r["scores"]["nMSE"] < 1.5 and r["samples_per_s"] > 0
+    for key, r in runs.items():
+        # the scores of the same model on the same stream, computed apart from the CLI; the
+        # PLL only where the model gives a distribution (not the tree)
+        _the_same_scores(r, _independent_scores(key))
+        assert r["samples_per_s"] == pytest.approx(600 / r["elapsed_s"])
         assert r["trace"]["steps"][-1] == 600
         assert r["trace"]["nMSE"][-1] == pytest.approx(r["scores"]["nMSE"])
-    # PLL only where the model gives a distribution
-    assert math.isfinite(runs["edoebe"]["scores"]["PLL"])
-    assert math.isfinite(runs["blr"]["scores"]["PLL"])
     assert "PLL" not in runs["hat"]["scores"]
     # the E-DOEBE weights over time, by family and static/dynamic, from the end of the warm-up
     weights = runs["edoebe"]["weights"]
@@ -80,14 +81,40 @@ def test_evaluate_default_model_with_peers_json_and_plot(tmp_path, capsys):
     assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def _independent_scores(key: str, n: int = 600) -> dict:
+    """The scores of the model or peer ``key`` on the first ``n`` samples of the drift stream,
+    computed apart from the command line: the same model from the registry, streamed by
+    ``progressive_scores``, and the nMSE of its point predictions written out."""
+    spec = {**registry.MODELS, **registry.PEERS}[key]
+    dataset = datasets.Drift(n_samples=n)
+    _, y = dataset.arrays()
+    scores = {"MAE": river_metrics.MAE()}
+    if spec.has_dist:
+        scores["PLL"] = metrics.PredictiveLogLikelihood()
+    result = progressive_scores(dataset, spec.factory(SMALL_SETTINGS), scores,
+                                keep_predictions=True)
+    nmse = float(np.mean((y - result.predictions) ** 2) / np.var(y))
+    return {"nMSE": nmse, **result.scores}
+
+
+def _the_same_scores(run: dict, expected: dict) -> None:
+    assert set(run["scores"]) == set(expected)
+    for name, value in expected.items():
+        assert run["scores"][name] == pytest.approx(value, rel=1e-9, abs=1e-12), name
+
+
 @pytest.mark.parametrize("model", ["doe-rff", "oe-linear", "dobe-hsgp"])
-def test_evaluate_family_models_alone(model, capsys):
-    assert cli.main(["evaluate", *SMALL, "--model", model, "--no-peers"]) == 0
+def test_evaluate_family_models_alone(model, tmp_path, capsys):
+    out = tmp_path / "run.json"
+    assert cli.main(["evaluate", *SMALL, "--model", model, "--no-peers", "--json", str(out)]) == 0
     table = capsys.readouterr().out
-    label = cli.MODELS[model].label
-    row = next(line for line in table.splitlines() if line.startswith(label))
-    nmse, _, pll = (float(v) for v in row.split()[1:4])
-    assert 0.0 < nmse < 1.5 and math.isfinite(pll)
+    expected = _independent_scores(model)
+    (run,) = json.loads(out.read_text())["results"]
+    assert run["key"] == model
+    _the_same_scores(run, expected)
+    # the table shows the same numbers, rounded
+    row = next(line for line in table.splitlines() if line.startswith(cli.MODELS[model].label))
+    assert row.split()[1:4] == [f"{expected[name]:.4f}" for name in ("nMSE", "MAE", "PLL")]
 
 
 @pytest.mark.parametrize(
@@ -96,23 +123,41 @@ def test_evaluate_family_models_alone(model, capsys):
 )
 def test_family_models_are_edoebes_of_one_kind(key, dynamic):
     settings = {"n_warmup": 100, "n_samples": 2, "starts": (1.0,), "seed": 0}
-    model = cli.MODELS[key].factory(settings)
+    model = registry.MODELS[key].factory(settings)
     for x, t in datasets.Drift(n_samples=120, seed=3):
         model.learn_one(x, t)
     assert [m["dynamic"] for m in model.describe()] == dynamic
+
+
+def test_the_models_are_those_of_the_family_registry():
+    from river_doebe.warmup.families import DEFAULT_FAMILIES, FAMILIES
+
+    assert list(registry.MODELS) == [
+        "edoebe",
+        *(f"{kind}-{name}" for name in FAMILIES for kind in ("doe", "oe")),
+        *(f"dobe-{name}" for name in DEFAULT_FAMILIES),
+    ]
+    for name, family in FAMILIES.items():
+        for kind, label in (("doe", "DOE"), ("oe", "OE"), ("dobe", "DOBE")):
+            spec = registry.MODELS.get(f"{kind}-{name}")
+            if spec is not None:
+                assert spec.label == f"{label}-{family.tag}"
+                assert family.description in spec.help and spec.warms_up
+    assert cli.MODELS is registry.MODELS and cli.PEERS is registry.PEERS
 
 
 def test_default_warmup_is_the_edoebe_default_and_fast_is_smaller():
     from river_doebe import EDOEBE
 
     parser = cli.build_parser()
-    default = cli._settings(parser.parse_args(["evaluate"]), parser)
+    default = entry.warmup_settings(parser.parse_args(["evaluate"]), parser)
     reference = EDOEBE()
     assert default["n_warmup"] == reference.n_warmup
     assert default["n_samples"] == reference.n_samples
     assert tuple(default["starts"]) == tuple(reference.starts)
-    fast = cli._settings(parser.parse_args(["evaluate", "--fast", "--n-samples", "2"]), parser)
-    assert fast["n_warmup"] == cli.FAST["n_warmup"] and fast["n_samples"] == 2
+    fast = entry.warmup_settings(parser.parse_args(["evaluate", "--fast", "--n-samples", "2"]),
+                                 parser)
+    assert fast["n_warmup"] == registry.FAST["n_warmup"] and fast["n_samples"] == 2
 
 
 def test_list_shows_streams_models_and_peers(capsys):
@@ -123,16 +168,17 @@ def test_list_shows_streams_models_and_peers(capsys):
         assert word in out
 
 
+@pytest.mark.slow
 def test_python_dash_m_runs_the_cli():
     done = _run("--help")
     assert done.returncode == 0
     assert "evaluate" in done.stdout and "list" in done.stdout
 
 
-@pytest.mark.skipif(_data_dir() is None, reason="the data folder is not available")
-def test_evaluate_a_file_stream_from_data_dir(capsys):
+def test_evaluate_a_file_stream_from_data_dir(data_dir, need_file, capsys):
+    need_file("uci_servo")
     status = cli.main(
-        ["evaluate", "--stream", "uci_servo", "--data-dir", str(_data_dir()), "--model",
+        ["evaluate", "--stream", "uci_servo", "--data-dir", str(data_dir), "--model",
          "oe-linear", "--n-warmup", "60", "--no-progress", "--peers", "lr"]
     )
     assert status == 0
@@ -142,6 +188,7 @@ def test_evaluate_a_file_stream_from_data_dir(capsys):
 # --------------------------------------------------------------------------- errors
 
 
+@pytest.mark.slow
 def test_missing_data_file_is_one_line_and_exit_2(tmp_path):
     done = _run("evaluate", "--stream", "elevators", "--data-dir", str(tmp_path),
                 drop_env=(datasets.ENV_VAR,))
@@ -165,6 +212,7 @@ def test_unknown_stream(capsys):
     assert err.startswith("error: unknown stream 'mnist'") and "drift" in err
 
 
+@pytest.mark.slow
 def test_unknown_stream_in_a_subprocess():
     done = _run("evaluate", "--stream", "nope")
     assert done.returncode == 2
@@ -232,15 +280,16 @@ def test_generated_streams_are_known_without_a_temporary_folder(monkeypatch, tmp
         raise AssertionError("no temporary folder should be made")
 
     monkeypatch.setattr(tempfile, "TemporaryDirectory", refuse)
-    assert cli._is_generated("drift") and cli._is_generated("friedman1")
-    assert not cli._is_generated("elevators") and not cli._is_generated("uci_yacht")
+    assert streams.is_generated("drift") and streams.is_generated("friedman1")
+    assert not streams.is_generated("elevators") and not streams.is_generated("uci_yacht")
 
 
 @pytest.mark.parametrize("n, expected", [(5000, 1000), (40000, 1000), (2000, 400), (600, 120),
                                          (308, 61), (249, 50), (60, 50)])
 def test_the_fitted_warmup_is_a_fifth_of_a_short_stream_at_least_50(n, expected):
-    assert cli.fitted_warmup(cli.DEFAULT["n_warmup"], n) == expected
-    assert cli.fitted_warmup(cli.FAST["n_warmup"], n) == min(expected, cli.FAST["n_warmup"])
+    assert streams.fitted_warmup(registry.DEFAULT["n_warmup"], n) == expected
+    fast = registry.FAST["n_warmup"]
+    assert streams.fitted_warmup(fast, n) == min(expected, fast)
 
 
 def test_a_stream_shorter_than_the_default_warmup_runs_with_a_fitted_one(tmp_path, capsys):
@@ -266,8 +315,8 @@ def test_a_given_warmup_is_kept_and_the_default_one_is_not_mentioned(capsys):
     assert "n_warmup=250," in header and "fitted" not in header
     parser = cli.build_parser()
     args = parser.parse_args(["evaluate"])
-    settings = cli._settings(args, parser)
-    assert cli._fit_warmup(args, settings, cli.MODELS["edoebe"], "drift", 5000) == ""
+    settings = entry.warmup_settings(args, parser)
+    assert entry.fit_warmup(args, settings, registry.MODELS["edoebe"], "drift", 5000) == ""
     assert settings["n_warmup"] == 1000 and settings["n_warmup_rule"] == "default"
 
 
@@ -279,11 +328,10 @@ def test_a_stream_too_short_for_any_fitted_warmup(capsys):
     assert len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.skipif(_data_dir() is None or not (_data_dir() / "uci_yacht.npz").is_file(),
-                    reason="uci_yacht.npz is not in the data folder")
-def test_uci_yacht_with_the_default_settings(capsys):
+def test_uci_yacht_with_the_default_settings(data_dir, need_file, capsys):
     # the issue's example: 308 samples, shorter than the default warm-up of 1,000
-    status = cli.main(["evaluate", "--stream", "uci_yacht", "--data-dir", str(_data_dir()),
+    need_file("uci_yacht")
+    status = cli.main(["evaluate", "--stream", "uci_yacht", "--data-dir", str(data_dir),
                        "--no-progress", "--peers", "blr"])
     assert status == 0
     out = capsys.readouterr().out
@@ -409,6 +457,7 @@ def test_csv_option_errors(drift_csv, tmp_path, capsys, argv, message):
     assert capsys.readouterr().err.startswith(f"error: {message}")
 
 
+@pytest.mark.slow
 def test_csv_error_in_a_subprocess_is_one_line_and_exit_2(tmp_path):
     path = _write_csv(tmp_path / "data.csv", [["1", "red", "2"], ["2", "blue", "3"]],
                       ["a", "colour", "y"])

@@ -3,44 +3,20 @@
 from __future__ import annotations
 
 import doctest
-import os
-import pathlib
+import inspect
+import pydoc
 
 import numpy as np
 import pytest
 from river.datasets import base as river_base
 
 from river_doebe import datasets
-
-# The data live next to the repository (``../shared/data`` from its root), or wherever the
-# environment variable points.
-_DEFAULT_DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
-
-
-def _data_folder() -> pathlib.Path | None:
-    env = os.environ.get(datasets.ENV_VAR)
-    for candidate in (env, _DEFAULT_DATA):
-        if candidate and pathlib.Path(candidate).is_dir():
-            return pathlib.Path(candidate)
-    return None
-
-
-@pytest.fixture
-def data():
-    folder = _data_folder()
-    if folder is None:
-        pytest.skip(f"data folder not found (set {datasets.ENV_VAR})")
-    return folder
+from river_doebe.datasets.base import NpzDataset
 
 
 @pytest.fixture
 def no_env(monkeypatch):
     monkeypatch.delenv(datasets.ENV_VAR, raising=False)
-
-
-def _need(folder, name):
-    if not (folder / f"{name}.npz").is_file():
-        pytest.skip(f"{name}.npz not in the data folder")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -341,12 +317,12 @@ SHIPPED = {
 
 
 @pytest.mark.parametrize("name", sorted(SHIPPED))
-def test_shipped_files(name, data):
-    _need(data, name)
-    ds = datasets.load(name, directory=data)
+def test_shipped_files(name, data_dir, need_file):
+    need_file(name)
+    ds = datasets.load(name, directory=data_dir)
     assert (ds.n_samples, ds.n_features) == SHIPPED[name]
     X, y = ds.arrays()
-    with np.load(data / f"{name}.npz") as raw:
+    with np.load(data_dir / f"{name}.npz") as raw:
         assert np.array_equal(X, raw["X"])
         if name == "banana":
             assert np.array_equal(y, raw["y"] == 1)
@@ -357,18 +333,18 @@ def test_shipped_files(name, data):
     assert np.array_equal([first[k] for k in ds.feature_names], X[0]) and target == y[0]
 
 
-def test_env_var_lookup(data, monkeypatch):
-    _need(data, "cpusmall")
-    monkeypatch.setenv(datasets.ENV_VAR, str(data))
+def test_env_var_lookup(data_dir, need_file, monkeypatch):
+    path = need_file("cpusmall")
+    monkeypatch.setenv(datasets.ENV_VAR, str(data_dir))
     ds = datasets.CPUSmall()
-    assert ds.path == data / "cpusmall.npz"
+    assert ds.path == path
     x, y = next(iter(ds))
     assert x["freeswap"] == 1851864.0 and y == 90.0
 
 
-def test_cadata_names(data):
-    _need(data, "cadata")
-    ds = datasets.CaData(directory=data)
+def test_cadata_names(data_dir, need_file):
+    need_file("cadata")
+    ds = datasets.CaData(directory=data_dir)
     x, y = next(iter(ds))
     assert ds.feature_names[0] == "medianIncome" and ds.feature_names[-1] == "longitude"
     assert (x["medianIncome"], x["housingMedianAge"], x["latitude"], x["longitude"]) == (
@@ -380,43 +356,43 @@ def test_cadata_names(data):
     assert y == 452600.0
 
 
-def test_banana_orders(data):
-    _need(data, "banana")
-    plain = datasets.Banana(directory=data)
+def test_banana_orders(data_dir, need_file):
+    need_file("banana")
+    plain = datasets.Banana(directory=data_dir)
     assert plain.task == river_base.BINARY_CLF
     X, y = plain.arrays()
     assert y.dtype == bool and int(y.sum()) == 2376
     _, label = next(iter(plain))
     assert type(label) is bool
-    a = datasets.Banana(directory=data, shuffle=True, seed=0)
-    b = datasets.Banana(directory=data, shuffle=True, seed=0)
-    c = datasets.Banana(directory=data, shuffle=True, seed=1)
+    a = datasets.Banana(directory=data_dir, shuffle=True, seed=0)
+    b = datasets.Banana(directory=data_dir, shuffle=True, seed=0)
+    c = datasets.Banana(directory=data_dir, shuffle=True, seed=1)
     Xa, ya = a.arrays()
     assert np.array_equal(Xa, b.arrays()[0]) and not np.array_equal(Xa, c.arrays()[0])
     # a permutation of the rows, labels travelling with their inputs
     order = np.random.RandomState(0).permutation(5300)
     assert np.array_equal(Xa, X[order]) and np.array_equal(ya, y[order])
     assert [p for p in a][:3] == [p for p in a][:3]
-    ltr = datasets.Banana(directory=data, left_to_right=True).arrays()[0]
+    ltr = datasets.Banana(directory=data_dir, left_to_right=True).arrays()[0]
     assert np.all(np.diff(ltr[:, 0]) >= 0)
     with pytest.raises(ValueError):
-        datasets.Banana(directory=data, shuffle=True, left_to_right=True)
+        datasets.Banana(directory=data_dir, shuffle=True, left_to_right=True)
 
 
 @pytest.mark.parametrize("name", datasets.UCI_NAMES)
-def test_uci_files(name, data):
-    _need(data, name)
-    ds = datasets.UCI(name, directory=data)
-    short = datasets.UCI(name.removeprefix("uci_"), directory=data)
+def test_uci_files(name, data_dir, need_file):
+    need_file(name)
+    ds = datasets.UCI(name, directory=data_dir)
+    short = datasets.UCI(name.removeprefix("uci_"), directory=data_dir)
     assert ds.n_samples == short.n_samples
     X, y = ds.arrays()
     assert X.shape == (ds.n_samples, ds.n_features) and np.isfinite(X).all()
 
 
-def test_available_with_data(data):
-    names = datasets.available(data)
+def test_available_with_data(data_dir):
+    names = datasets.available(data_dir)
     for name in SHIPPED:
-        if (data / f"{name}.npz").is_file():
+        if (data_dir / f"{name}.npz").is_file():
             assert name in names
 
 
@@ -437,12 +413,67 @@ FILE_DOCS = {
 
 
 @pytest.mark.parametrize("cls", list(FILE_DOCS), ids=lambda c: c.__name__)
-def test_skipped_doc_examples_run_with_data(cls, data, monkeypatch):
-    _need(data, FILE_DOCS[cls])
-    monkeypatch.setenv(datasets.ENV_VAR, str(data))
+def test_skipped_doc_examples_run_with_data(cls, data_dir, need_file, monkeypatch):
+    need_file(FILE_DOCS[cls])
+    monkeypatch.setenv(datasets.ENV_VAR, str(data_dir))
     assert "# doctest: +SKIP" in cls.__doc__
     text = cls.__doc__.replace("# doctest: +SKIP", "")
     test = doctest.DocTestParser().get_doctest(text, {}, cls.__name__, None, 0)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     runner.run(test)
     assert runner.failures == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# The docstrings, completed by the base from each class's attributes
+# ---------------------------------------------------------------------------------------------
+
+CLASSES = [obj for obj in map(datasets.__dict__.get, datasets.__all__) if inspect.isclass(obj)]
+
+
+def _section(doc: str, title: str) -> str:
+    return doc.split(f"{title}\n    {'-' * len(title)}\n", 1)[1].split("\n\n    ")[0]
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
+def test_every_dataset_documents_its_parameters_and_has_an_example(cls):
+    doc = cls.__doc__
+    # the parameters of the constructor, each once, in their order
+    entries = [line[4:] for line in _section(doc, "Parameters").splitlines()
+               if line.startswith("    ") and not line.startswith("     ")]
+    assert entries == list(inspect.signature(cls).parameters)
+    # an example: runnable for a generated stream, skipped but for its import for a file
+    examples = doctest.DocTestParser().get_examples(doc)
+    assert len(examples) >= 2
+    skipped = [doctest.SKIP in e.options for e in examples]
+    if issubclass(cls, NpzDataset):
+        assert skipped == [False] + [True] * (len(examples) - 1)
+        assert examples[1].source.startswith("dataset = datasets.")
+    else:
+        assert not any(skipped)
+    # what help() shows
+    shown = pydoc.render_doc(cls, renderer=pydoc.plaintext)
+    for part in (doc.splitlines()[0], "Parameters", "Examples", examples[-1].source.strip()):
+        assert part in shown
+
+
+def test_the_paper_is_cited_last_with_where_it_uses_the_stream():
+    references = _section(datasets.Elevators.__doc__, "References")
+    assert [line.strip() for line in references.splitlines()[-2:]] == [
+        "[^2]: D. Waxman and P. M. Djurić (2024). Dynamic online ensembles of basis expansions.",
+        "Transactions on Machine Learning Research (Table 1, Elevators).",
+    ]
+    assert "References" not in datasets.Drift.__doc__
+
+
+def test_river_reads_the_description_and_parameters_back(tmp_path):
+    np.savez(tmp_path / "elevators.npz", X=np.zeros((3, 17)), y=np.arange(3.0))
+    with pytest.warns(UserWarning, match="16599"):
+        dataset = datasets.Elevators(directory=tmp_path)
+    assert dataset.desc.startswith("Elevators: controlling the elevators of an F16 aircraft")
+    assert dataset.desc.endswith('Features are named ``"x00"`` to ``"x16"``.')
+    shown = repr(dataset)
+    assert "Parameters\n----------\n    directory\n        Folder that holds ``elevators.npz``" in (
+        shown
+    )
+    assert f"Path  {tmp_path / 'elevators.npz'}" in shown

@@ -1,0 +1,345 @@
+"""The entry point of ``river-doebe``: the argument parser and the two subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+from river_doebe.cli.base import PROG, CLIError
+from river_doebe.cli.registry import DEFAULT, DEFAULT_PEERS, FAST, MODELS, PEERS, ModelSpec
+from river_doebe.cli.report import format_table, import_pyplot, write_json, write_plot
+from river_doebe.cli.run import run_model
+from river_doebe.cli.streams import (
+    MIN_FITTED_WARMUP,
+    CSVStream,
+    fitted_warmup,
+    is_generated,
+    load_csv,
+    load_stream,
+)
+
+__all__ = ["build_parser", "cmd_evaluate", "cmd_list", "fit_warmup", "main", "peer_keys",
+           "warmup_settings"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Argument parsing
+# ---------------------------------------------------------------------------------------------
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Dynamic online ensembles of basis expansions (Waxman & Djuric, TMLR 2024) "
+        "for river: evaluate them against river's own regressors.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="{evaluate,list}")
+    sub.required = True
+
+    ev = sub.add_parser(
+        "evaluate",
+        help="progressive validation of a model against river peers on a stream",
+        description="Progressive (predict, then learn) validation of a river-doebe model "
+        "against river regressors on a stream. Prints nMSE, MAE, PLL and samples/s.",
+    )
+    ev.add_argument("--stream", default=None,
+                    help="stream name (default: drift; see `river-doebe list`)")
+    ev.add_argument("--csv", type=Path, default=None, metavar="FILE",
+                    help="stream a CSV file instead (river's stream.iter_csv, first row the "
+                    "header): its numeric columns are the features, --target names the target")
+    ev.add_argument("--target", default=None, metavar="COLUMN",
+                    help="with --csv: the column to predict")
+    ev.add_argument("--drop", nargs="+", default=None, metavar="COLUMN",
+                    help="with --csv: columns to leave out (space or comma separated), such as "
+                    "non-numeric ones")
+    ev.add_argument("--data-dir", default=None, metavar="DIR",
+                    help="folder of the .npz data files (default: $RIVER_DOEBE_DATA)")
+    ev.add_argument("--n", type=_positive_int, default=None, metavar="N",
+                    help="use the first N samples (generated streams are generated with N)")
+    ev.add_argument("--model", default="edoebe", choices=list(MODELS), metavar="MODEL",
+                    help="the river-doebe model (default: edoebe): " + ", ".join(MODELS))
+    ev.add_argument("--n-warmup", type=_int, default=None, metavar="N",
+                    help=f"warm-up window (default {DEFAULT['n_warmup']}, {FAST['n_warmup']} "
+                    "with --fast; on a stream shorter than five times that, a fifth of the "
+                    f"stream, at least {MIN_FITTED_WARMUP})")
+    ev.add_argument("--n-samples", type=_int, default=None, metavar="K",
+                    help=f"members per empirical-Bayes mode (default {DEFAULT['n_samples']}; "
+                    f"{FAST['n_samples']} with --fast)")
+    ev.add_argument("--starts", type=_positive_float, nargs="+", default=None, metavar="S",
+                    help="starting length scales as multiples of each input's range "
+                    f"(default {' '.join(map(str, DEFAULT['starts']))}; "
+                    f"{' '.join(map(str, FAST['starts']))} with --fast)")
+    ev.add_argument("--fast", action="store_true",
+                    help="a smaller warm-up: 500 samples, 3 members per mode, one start")
+    ev.add_argument("--seed", type=_int, default=0, help="seed of the random parts (default: 0)")
+    group = ev.add_mutually_exclusive_group()
+    group.add_argument("--peers", nargs="+", default=None, metavar="PEER",
+                       help="river peers (space or comma separated): " + ", ".join(PEERS)
+                       + f" (default: {' '.join(DEFAULT_PEERS)})")
+    group.add_argument("--no-peers", action="store_true", help="evaluate the model alone")
+    ev.add_argument("--every", type=_positive_int, default=None, metavar="K",
+                    help="record the traces every K samples (default: about 200 points)")
+    ev.add_argument("--json", type=Path, default=None, metavar="FILE",
+                    help="write every score and trace to FILE")
+    ev.add_argument("--plot", type=Path, default=None, metavar="FILE",
+                    help="save a PNG of nMSE over time and the E-DOEBE weights over time")
+    ev.add_argument("--no-progress", action="store_true", help="no progress bars")
+    ev.add_argument("--verbose", action="store_true",
+                    help="print the warnings raised while fitting (otherwise only counted)")
+
+    sub.add_parser("list", help="list the streams, models and peers",
+                   description="List the streams (and whether their data are available), "
+                   "the river-doebe models and the river peers.")
+    return parser
+
+
+def warmup_settings(args, parser) -> dict:
+    """The warm-up settings of a run: the defaults (or ``--fast``'s) and the options given."""
+    base_values = FAST if args.fast else DEFAULT
+    settings = {
+        "n_warmup": base_values["n_warmup"] if args.n_warmup is None else args.n_warmup,
+        "n_samples": base_values["n_samples"] if args.n_samples is None else args.n_samples,
+        "starts": list(base_values["starts"] if args.starts is None else args.starts),
+        "seed": args.seed,
+    }
+    if settings["n_warmup"] < 2:
+        parser.error(f"argument --n-warmup: must be at least 2, got {settings['n_warmup']}")
+    if settings["n_samples"] < 1:
+        parser.error(f"argument --n-samples: must be at least 1, got {settings['n_samples']}")
+    return settings
+
+
+def peer_keys(args) -> list[str]:
+    """The peers to run, by key, in the order given and each once."""
+    if args.no_peers:
+        return []
+    if args.peers is None:
+        return list(DEFAULT_PEERS)
+    keys = [k.strip().lower() for item in args.peers for k in item.split(",") if k.strip()]
+    unknown = [k for k in keys if k not in PEERS]
+    if unknown:
+        raise CLIError(
+            f"unknown peer(s) {', '.join(map(repr, unknown))}; choose from: {', '.join(PEERS)}"
+        )
+    if not keys:
+        raise CLIError("--peers needs at least one peer name")
+    return list(dict.fromkeys(keys))
+
+
+# ---------------------------------------------------------------------------------------------
+# Subcommands
+# ---------------------------------------------------------------------------------------------
+
+
+def cmd_list(args, out=None) -> int:
+    from river_doebe import datasets
+
+    out = out or sys.stdout
+    try:
+        folder = str(datasets.data_dir(None))
+    except FileNotFoundError:
+        folder = None
+    available = set(datasets.available(None))
+    print("Streams (--stream):", file=out)
+    for name in datasets.NAMES:
+        if is_generated(name):
+            status = "generated"
+        elif name in available:
+            status = "available"
+        else:
+            status = f"needs {name}.npz (--data-dir or ${datasets.ENV_VAR})"
+        paper = "  [paper]" if name in datasets.PAPER_NAMES else ""
+        print(f"  {name:<20} {status}{paper}", file=out)
+    where = folder or f"none (set ${datasets.ENV_VAR} or pass --data-dir)"
+    print(f"  data folder: {where}", file=out)
+    print("  or a CSV file of your own: --csv FILE --target COLUMN [--drop COLUMN ...]",
+          file=out)
+    print("\nModels (--model):", file=out)
+    for key, spec in MODELS.items():
+        print(f"  {key:<12} {spec.help}", file=out)
+    print("\nPeers (--peers):", file=out)
+    for key, spec in PEERS.items():
+        default = "  [default]" if key in DEFAULT_PEERS else ""
+        print(f"  {key:<12} {spec.help}{default}", file=out)
+    return 0
+
+
+def _split_names(values) -> list[str]:
+    return [k.strip() for item in values or () for k in item.split(",") if k.strip()]
+
+
+def _load(args):
+    """The stream to evaluate on: a built-in one (`load_stream`) or a CSV file (`load_csv`)."""
+    if args.csv is None:
+        for option, value in (("--target", args.target), ("--drop", args.drop)):
+            if value is not None:
+                raise CLIError(f"{option} goes with --csv FILE")
+        return load_stream(args.stream or "drift", args.data_dir, args.n)
+    if args.stream is not None:
+        raise CLIError("give either --stream or --csv, not both")
+    if args.data_dir is not None:
+        raise CLIError("--data-dir is the folder of the built-in streams; --csv reads FILE")
+    if args.target is None:
+        raise CLIError("--csv needs --target COLUMN, the column to predict")
+    return load_csv(args.csv, args.target, _split_names(args.drop), args.n)
+
+
+def fit_warmup(args, settings: dict, spec: ModelSpec, stream: str, n: int) -> str:
+    """Fit the warm-up to a stream of ``n`` samples unless ``--n-warmup`` was given; returns
+    what the header line says about it."""
+    if not spec.warms_up:
+        return ""
+    given = args.n_warmup is not None
+    note = ""
+    if given:
+        settings["n_warmup_rule"] = "--n-warmup"
+    else:
+        default = settings["n_warmup"]
+        settings["n_warmup"] = fitted_warmup(default, n)
+        if settings["n_warmup"] == default:
+            settings["n_warmup_rule"] = "default"
+        else:
+            settings["n_warmup_rule"] = f"a fifth of the stream, at least {MIN_FITTED_WARMUP}"
+            note = (
+                f"; the warm-up is fitted to the stream: {settings['n_warmup']} samples, a fifth "
+                f"of it (at least {MIN_FITTED_WARMUP}), as the default {default} is more than a "
+                "fifth (--n-warmup sets it)"
+            )
+    if settings["n_warmup"] >= n:
+        if given:
+            raise CLIError(
+                f"--n-warmup ({settings['n_warmup']}) must be smaller than the number of "
+                f"samples ({n}) of stream {stream!r}"
+            )
+        raise CLIError(
+            f"stream {stream!r} has {n} samples, too few for a warm-up of at least "
+            f"{MIN_FITTED_WARMUP}; give --n-warmup N with 2 <= N < {n}"
+        )
+    return note
+
+
+def cmd_evaluate(args, parser) -> int:
+    settings = warmup_settings(args, parser)
+    peers = peer_keys(args)
+    if args.plot is not None:
+        import_pyplot()  # fail before the long run, not after it
+    stream, dataset, n, var_y = _load(args)
+    spec = MODELS[args.model]
+    warmup_note = fit_warmup(args, settings, spec, stream, n)
+    for target in (args.json, args.plot):
+        if target is not None:
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                raise CLIError(f"cannot create the folder of {str(target)!r}: {err}") from None
+    every = args.every or max(1, n // 200)
+    progress = not args.no_progress
+
+    entries = [(args.model, spec, True)] + [(k, PEERS[k], False) for k in peers]
+    n_features = getattr(dataset, "n_features", None)
+    print(
+        f"{PROG} evaluate: stream {stream!r} ({n} samples, {n_features} features); "
+        f"model {spec.label} (n_warmup={settings['n_warmup']}, n_samples="
+        f"{settings['n_samples']}, starts={settings['starts']}, seed={settings['seed']})"
+        + (f"; peers: {', '.join(PEERS[k].label for k in peers)}" if peers else "")
+        + warmup_note,
+        flush=True,
+    )
+    runs = []
+    width = max(len(s.label) for _, s, _ in entries)
+    for key, s, is_main in entries:
+        model = s.factory(settings)
+        record = is_main and key == "edoebe"
+        runs.append(
+            run_model(key, s, model, dataset, n, var_y, every, progress=progress,
+                      record_weights=record, width=width)
+        )
+    print()
+    print(format_table(runs))
+    print(
+        f"\nnMSE: MSE / Var(y) over all {n} samples; PLL: mean log predictive density of y "
+        "(an ensemble's: its mixture; y as given, not standardised; '-' for models without a "
+        "distribution). Every sample "
+        "is predicted before it is learnt, the warm-up included; time and samples/s include "
+        "the warm-up fit."
+    )
+    for r in runs:
+        if r.warnings:
+            if args.verbose:
+                print(f"\nwarnings from {r.label}:")
+                for msg in r.warnings:
+                    print(f"  {msg}")
+            else:
+                print(f"note: {r.label} raised {len(r.warnings)} distinct warning(s) "
+                      "(--verbose shows them)")
+    if args.json is not None:
+        source = None
+        if isinstance(dataset, CSVStream):
+            source = {"csv": str(dataset.path), "target": dataset.target,
+                      "features": dataset.features, "dropped": dataset.dropped}
+        try:
+            write_json(args.json, stream, n, var_y, settings, runs, source=source)
+        except OSError as err:
+            raise CLIError(f"cannot write {str(args.json)!r}: {err}") from None
+        print(f"wrote {args.json}")
+    if args.plot is not None:
+        try:
+            write_plot(args.plot, stream, runs)
+        except OSError as err:
+            raise CLIError(f"cannot write {str(args.plot)!r}: {err}") from None
+        print(f"wrote {args.plot}")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry point
+# ---------------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``river-doebe`` and ``python -m river_doebe``; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    try:
+        if args.command == "list":
+            return cmd_list(args)
+        status = cmd_evaluate(args, parser)
+    except CLIError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    print(f"total time: {time.perf_counter() - start:.1f} s")
+    return status

@@ -1,0 +1,124 @@
+"""Running one model: progressive validation with a progress bar, the nMSE trace, the
+E-DOEBE's weights over time and the warnings raised on the way, kept in a `Run`."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import sys
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["Run", "WeightRecorder", "run_model"]
+
+
+@dataclass
+class Run:
+    """The outcome of one model's progressive validation."""
+
+    key: str
+    label: str
+    scores: dict
+    elapsed: float
+    n: int
+    steps: list
+    nmse_trace: list
+    weights: dict | None = None
+    warnings: list = field(default_factory=list)
+
+    @property
+    def rate(self) -> float:
+        return self.n / self.elapsed if self.elapsed > 0 else math.inf
+
+
+class WeightRecorder:
+    """Records an E-DOEBE's weights, summed by family and static/dynamic, every ``every``
+    samples once it is warm."""
+
+    def __init__(self, model, every: int):
+        self.model = model
+        self.every = every
+        self.labels: list[str] | None = None
+        self.index: np.ndarray | None = None
+        self.steps: list[int] = []
+        self.rows: list[np.ndarray] = []
+        self.warm_at: int | None = None
+
+    def __call__(self, t: int) -> None:
+        model = self.model
+        if not getattr(model, "is_warm", True):
+            return
+        if self.labels is None:
+            self.warm_at = t
+            described = model.describe()
+            labels = [
+                f"{m['family']} ({'dynamic' if m['dynamic'] else 'static'})" for m in described
+            ]
+            self.labels = list(dict.fromkeys(labels))
+            self.index = np.array([self.labels.index(lab) for lab in labels])
+        if t % self.every == 0 or t == self.warm_at:
+            w = np.asarray(model.weights, dtype=float)
+            self.steps.append(t)
+            self.rows.append(np.bincount(self.index, weights=w, minlength=len(self.labels)))
+
+    def result(self) -> dict | None:
+        if not self.steps:
+            return None
+        table = np.vstack(self.rows)
+        return {
+            "steps": list(self.steps),
+            "warm_at": self.warm_at,
+            "groups": {lab: table[:, j].tolist() for j, lab in enumerate(self.labels)},
+        }
+
+
+def _iterate(dataset, n: int, bar, hook):
+    """The first ``n`` samples of ``dataset``; after each one is learnt, advance the bar and
+    call ``hook(t)`` (the code after ``yield`` runs when the loop asks for the next sample)."""
+    for t, (x, y) in enumerate(itertools.islice(dataset, n), start=1):
+        yield x, y
+        if bar is not None:
+            bar.update(1)
+        if hook is not None:
+            hook(t)
+
+
+def run_model(key, spec, model, dataset, n, var_y, every, progress=True, record_weights=False,
+              width=28):
+    """Progressive validation of ``model`` on the first ``n`` samples of ``dataset``."""
+    # the metrics (river's among them) and the progress bar load when a model runs, not for
+    # `river-doebe --help` or `list`
+    from river import metrics as river_metrics
+    from tqdm import tqdm
+
+    from river_doebe import evaluate, metrics
+
+    metric_list = {"nMSE": metrics.NMSE(var_y=var_y), "MAE": river_metrics.MAE()}
+    if spec.has_dist:
+        metric_list["PLL"] = metrics.PredictiveLogLikelihood()
+    recorder = WeightRecorder(model, every) if record_weights else None
+    bar = tqdm(total=n, desc=spec.label.ljust(width), unit="sample", disable=not progress,
+               file=sys.stderr, leave=True, dynamic_ncols=True, mininterval=0.5)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = evaluate.progressive_scores(
+                _iterate(dataset, n, bar, recorder), model, metric_list, every=every
+            )
+    finally:
+        bar.close()
+    messages = list(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught))
+    return Run(
+        key=key,
+        label=spec.label,
+        scores={k: float(v) for k, v in result.scores.items()},
+        elapsed=result.elapsed,
+        n=result.n_samples,
+        steps=result.steps.tolist(),
+        nmse_trace=result.traces["nMSE"].tolist(),
+        weights=recorder.result() if recorder is not None else None,
+        warnings=messages,
+    )
+

@@ -1,0 +1,169 @@
+"""The streams the command line evaluates on: a built-in dataset (`load_stream`) or a user's CSV
+file (`load_csv`), each checked before any model runs, and the warm-up a stream's length calls
+for (`fitted_warmup`)."""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+
+from river_doebe.cli.base import PROG, CLIError
+
+__all__ = ["MIN_FITTED_WARMUP", "CSVStream", "fitted_warmup", "is_generated", "load_csv",
+           "load_stream"]
+
+#: The smallest warm-up the CLI picks by itself for a short stream (a fifth of the stream).
+MIN_FITTED_WARMUP = 50
+
+
+def load_stream(name: str, data_dir=None, n: int | None = None):
+    """The dataset ``name`` (``datasets.load``), its length after truncation to ``n``, and the
+    variance of its targets. Generated streams are generated with ``n_samples=n``."""
+    # river's datasets take a third of a second to import: not for `river-doebe --help`
+    from river.datasets import base as dbase
+
+    from river_doebe import datasets
+
+    key = name.strip().lower().replace("-", "_").replace(" ", "_")
+    if key not in datasets.NAMES:
+        raise CLIError(
+            f"unknown stream {name!r}; choose one of: {', '.join(datasets.NAMES)} "
+            f"(`{PROG} list` shows which are available)"
+        )
+    kwargs = {}
+    if n is not None and is_generated(key):
+        kwargs["n_samples"] = n
+    try:
+        dataset = datasets.load(key, directory=data_dir, **kwargs)
+    except FileNotFoundError as err:
+        raise CLIError(f"{err} On the command line: --data-dir DIR.") from None
+    except ValueError as err:
+        raise CLIError(f"cannot load stream {name!r}: {err}") from None
+    if dataset.task != dbase.REG:
+        raise CLIError(
+            f"stream {key!r} is a {dataset.task.lower()} stream; `evaluate` runs regressors"
+        )
+    try:
+        _, y = dataset.arrays()
+    except (ValueError, OSError) as err:
+        raise CLIError(f"cannot read stream {key!r}: {err}") from None
+    total = len(y) if n is None else min(n, len(y))
+    var_y = float(np.var(y[:total]))
+    if not var_y > 0:
+        raise CLIError(f"the targets of stream {key!r} are constant; nMSE is undefined")
+    return key, dataset, total, var_y
+
+
+def is_generated(key: str) -> bool:
+    """Whether ``key`` names a generated stream (one that needs no data file)."""
+    from river_doebe import datasets
+
+    return key in datasets.GENERATED_NAMES
+
+
+class CSVStream:
+    """The rows of a CSV file as ``(x, y)`` pairs of floats, read by river's ``stream.iter_csv``
+    each time it is iterated (once per model). Built by `load_csv`, which checks the file
+    first."""
+
+    def __init__(self, path: Path, target: str, features: list[str], dropped: list[str]):
+        self.path = path
+        self.target = target
+        self.features = features
+        self.dropped = dropped
+        self.n_features = len(features)
+
+    def __iter__(self):
+        from river import stream
+
+        converters = {name: float for name in (*self.features, self.target)}
+        return stream.iter_csv(str(self.path), target=self.target, converters=converters,
+                               drop=self.dropped or None)
+
+
+def _csv_number(value, column: str, row: int, name: str, is_target: bool) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        if is_target:
+            raise CLIError(
+                f"the target column {column!r} of {name} is not numeric ({value!r} in row "
+                f"{row}); `evaluate` runs regressors"
+            ) from None
+        raise CLIError(
+            f"column {column!r} of {name} is not numeric ({value!r} in row {row}); leave it "
+            f"out with --drop {column}"
+        ) from None
+    if not math.isfinite(number):
+        raise CLIError(
+            f"column {column!r} of {name} holds {value!r} in row {row}; the models take finite "
+            "numbers only"
+        )
+    return number
+
+
+def load_csv(path, target: str, drop=(), n: int | None = None):
+    """A user's CSV file as a stream: the counterpart of `load_stream`.
+
+    The file is read once here, through river's ``stream.iter_csv``: the ``target`` column and
+    every column not in ``drop`` must hold finite numbers in each of the first ``n`` rows (all
+    rows without ``n``), or a `CLIError` names the column, the row and the value. Returns the
+    stream's name (the file name), a `CSVStream`, its length and the variance of its targets.
+    """
+    from river import stream
+
+    path = Path(path)
+    name = repr(path.name)
+    if not path.is_file():
+        raise CLIError(f"no such file: {str(path)!r} (--csv)")
+    drop = list(dict.fromkeys(drop))
+    columns: list[str] | None = None
+    features: list[str] = []
+    ys: list[float] = []
+    try:
+        for row, (x, _) in enumerate(stream.iter_csv(str(path)), start=1):
+            if columns is None:
+                columns = list(x)
+                listing = ", ".join(columns)
+                if target not in x:
+                    raise CLIError(
+                        f"--target {target!r} is not a column of {name}; its columns: {listing}"
+                    )
+                unknown = [c for c in drop if c not in x]
+                if unknown:
+                    raise CLIError(
+                        f"--drop {', '.join(map(repr, unknown))}: not a column of {name}; its "
+                        f"columns: {listing}"
+                    )
+                if target in drop:
+                    raise CLIError(f"--drop lists the target column {target!r}")
+                features = [c for c in columns if c != target and c not in drop]
+                if not features:
+                    raise CLIError(f"{name} has no feature column left besides the target")
+            if len(x) != len(columns):
+                raise CLIError(
+                    f"row {row} of {name} has {len(x)} fields, its header {len(columns)}"
+                )
+            for column in features:
+                _csv_number(x[column], column, row, name, is_target=False)
+            ys.append(_csv_number(x[target], target, row, name, is_target=True))
+            if n is not None and len(ys) >= n:
+                break
+    except (OSError, UnicodeDecodeError, csv.Error) as err:
+        raise CLIError(f"cannot read {name}: {err}") from None
+    if not ys:
+        raise CLIError(f"{name} has no data rows")
+    var_y = float(np.var(ys))
+    if not var_y > 0:
+        raise CLIError(f"the target column {target!r} of {name} is constant; nMSE is undefined")
+    return path.name, CSVStream(path, target, features, drop), len(ys), var_y
+
+
+def fitted_warmup(default: int, n: int) -> int:
+    """The warm-up the CLI uses when ``--n-warmup`` is not given: the default, unless it is more
+    than a fifth of the ``n`` samples, then a fifth of them, at least `MIN_FITTED_WARMUP`."""
+    return min(default, max(MIN_FITTED_WARMUP, n // 5))
+
