@@ -183,3 +183,16 @@ def test_throughput_writes_every_model_with_its_rate_and_ratio(tmp_path):
     assert (warmup["samples"], warmup["inputs"]) == (1000, 21) and warmup["members"] > 0
     assert len(warmup["seconds_all"]) == repeats
     assert warmup["seconds_best"] == min(warmup["seconds_all"]) > 0
+
+
+@pytest.mark.slow
+def test_fallback_scores_every_model_from_the_first_sample(tmp_path):
+    fallback = _load("fallback")
+    results = fallback.main(["--out", str(tmp_path), "--n-regression", "1100"])
+    assert (tmp_path / "fallback.md").exists()
+    assert json.loads((tmp_path / "fallback.json").read_text()) == json.loads(
+        json.dumps(results))
+    for task, rows in results.items():
+        for name, row in rows.items():
+            assert math.isfinite(row["first"]) and math.isfinite(row["whole"]), (task, name)
+        assert {row["n"] for row in rows.values()} == {1100 if "regression" in task else 5300}
