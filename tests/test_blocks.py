@@ -195,6 +195,7 @@ def test_a_row_the_filters_refuse_stops_the_batch_with_the_rows_before_it_learnt
 def parallel_always(monkeypatch):
     """Every stack counts as large: the parallel kernels run even on these small ensembles."""
     monkeypatch.setattr(threads, "PARALLEL_MIN_WORK", 0)
+    monkeypatch.setattr(threads, "PARALLEL_MIN_MEMBERS", 0)
 
 
 @pytest.mark.parametrize("name", ["DOEBE-floor", "EDOEBE-models", "DOEBEClassifier"])
@@ -222,6 +223,21 @@ def test_the_thread_setting_is_validated_and_scoped():
     with num_threads(1):
         assert threads.get_num_threads() == 1
     assert threads.get_num_threads() == before
+
+
+@pytest.mark.skipif(threads.get_num_threads() < 2, reason="one thread only on this machine")
+def test_who_runs_on_the_threads():
+    big, members = threads.PARALLEL_MIN_WORK, threads.PARALLEL_MIN_MEMBERS
+    with num_threads(None):
+        assert not threads.use_threads(10**9, 1)  # a single learner never
+        assert not threads.use_threads(10**9, 1, rows=256)
+        assert not threads.use_threads(big - 1, members)  # a small stack, one sample at a time
+        assert not threads.use_threads(big, members - 1)
+        assert threads.use_threads(big, members)
+        assert threads.use_threads(100, 2, rows=256)  # a block: from two members on
+    with num_threads(1):
+        assert not threads.use_threads(10**9, 100)
+        assert not threads.use_threads(10**9, 100, rows=256)
 
 
 # ------------------------------------------------------------------ dead members

@@ -266,15 +266,26 @@ from river_doebe.kernels import gaussian, logistic, stack, weights
 rng = np.random.default_rng(0)
 bases = [Linear(), AdditivePolynomial(2), RandomFourierFeatures(4, seed=0), HilbertGP(6),
          RBFNetwork(3, lengthscale=2.0)]
+import river_doebe.engine.threads as threads
+from river_doebe import DOEBEClassifier
 models = [DOEBE([DOBE(b), DOBE(b, var_rw=1e-3)]) for b in bases]
 models += [DOBEClassifier(var_rw=1e-3), DOBEClassifier(),
            EDOEBE(models=[DOBE(), DOBE(var_rw=1e-2)])]
+# and every parallel twin: the same models with the threads forced, one sample at a time and
+# in blocks
+threads.PARALLEL_MIN_WORK = threads.PARALLEL_MIN_MEMBERS = 0
+models += [DOEBE([DOBE(b), DOBE(b, var_rw=1e-3)]) for b in bases]
+models += [DOEBEClassifier([DOBEClassifier(var_rw=1e-3), DOBEClassifier()])]
 for t in range(30):
     x = {"a": float(rng.normal()), "b": float(rng.normal())}
     for m in models:
-        y = x["a"] > 0 if isinstance(m, DOBEClassifier) else x["a"] - x["b"]
+        y = x["a"] > 0 if "Classifier" in type(m).__name__ else x["a"] - x["b"]
         m.predict_one(x)
         m.learn_one(x, y)
+xs = [{"a": float(v), "b": float(-v)} for v in rng.normal(size=8)]
+for m in models:
+    ys = [x["a"] > 0 for x in xs] if "Classifier" in type(m).__name__ else [x["a"] for x in xs]
+    m.predict_learn_many(xs, ys)
 models[0]._engine.Sigma  # an owed update applied on its own (flush_stack)
 models[0].predict_one(x, with_dist=True), models[0].log_density_one(x, 0.3)
 stats = {}

@@ -9,15 +9,20 @@ A basis ``phi: R^D -> R^F`` has two faces:
 - a **river face**: a :class:`river.base.Transformer` whose ``transform_one`` returns a dict with
   stable feature names, so the basis can stand alone in a pipeline.
 
-Each family writes one Numba kernel that featurises a *stack* of members of that family at once::
+Each family writes one Numba kernel that featurises a *stack* of members of that family, for a
+block of inputs at once::
 
-    kernel(z, Phi, rows, active, *stacked)
+    kernel(Z, Phi, rows, active, *stacked)
 
-``z`` is the ``(D,)`` input, ``Phi`` the ``(M, F_max)`` output of the whole ensemble, ``rows[k]``
-the row of ``Phi`` that member ``k`` of the family fills (it writes its first ``F_k`` columns and
-leaves the rest alone), ``active[rows[k]]`` whether that row is wanted this step, and ``stacked``
-the members' parameter arrays (from :meth:`Basis._params`), each with a leading member axis and
-zero-padded to the largest member. A single learner is a stack of one.
+``Z`` is the ``(B, D)`` block of inputs (one row for a single sample), ``Phi`` the
+``(M, B, F_max)`` output of the whole ensemble (member-major: a member's features for the block
+are contiguous, as the member-major filter reads them), ``rows[k]`` the member of ``Phi`` that
+member ``k`` of the family fills (it writes its first ``F_k`` columns and leaves the rest alone),
+``active[rows[k]]`` whether that member is wanted, and ``stacked`` the members' parameter arrays
+(from :meth:`Basis._params`), each with a leading member axis and zero-padded to the largest
+member. A single learner is a stack of one. The loop over the members is a ``numba.prange``: the
+kernel is compiled once for one thread (``_kernel``) and once for all of them
+(``_kernel_parallel``, :func:`river_doebe.kernels.jit.stack_kernel`), with the same numbers.
 """
 
 from __future__ import annotations
@@ -56,8 +61,8 @@ class Basis(base.Transformer, abc.ABC):
 
     - ``_init(n_inputs)``: everything that needs the input dimension (random draws, defaults);
     - ``n_outputs`` (property): the number of features ``F``;
-    - ``_kernel`` (a jitted stack kernel, see the module's docstring) and ``_params()`` (this
-      member's parameter arrays for it);
+    - ``_kernel`` and ``_kernel_parallel`` (a jitted stack kernel and its parallel twin, see the
+      module's docstring) and ``_params()`` (this member's parameter arrays for them);
     - ``featurize(Z)`` (vectorised NumPy, equal to the kernel up to rounding) and
       ``feature_names()``.
 
@@ -172,8 +177,13 @@ class Basis(base.Transformer, abc.ABC):
 
     @staticmethod
     @abc.abstractmethod
-    def _kernel(z, Phi, rows, active, *stacked):
+    def _kernel(Z, Phi, rows, active, *stacked):
         """The jitted stack kernel (see the module's docstring)."""
+
+    @staticmethod
+    @abc.abstractmethod
+    def _kernel_parallel(Z, Phi, rows, active, *stacked):
+        """The stack kernel with its member loop on every thread (the same numbers)."""
 
     @abc.abstractmethod
     def _params(self) -> tuple:
@@ -187,9 +197,9 @@ class Basis(base.Transformer, abc.ABC):
         """One row through the jitted kernel (the streaming path)."""
         z = np.ascontiguousarray(z, dtype=np.float64)
         self.initialize(z.shape[0])
-        out = np.zeros((1, self.n_outputs))
-        self._kernel(z, out, _ROW0, _ACTIVE1, *stack_params([self._params()]))
-        return out[0]
+        out = np.zeros((1, 1, self.n_outputs))
+        self._kernel(z[None, :], out, _ROW0, _ACTIVE1, *stack_params([self._params()]))
+        return out[0, 0]
 
     @abc.abstractmethod
     def feature_names(self) -> list[str]:
@@ -249,12 +259,11 @@ class Basis(base.Transformer, abc.ABC):
             self._schema = schema
         else:
             Z = schema.frame_to_array(X)
-        # row by row through the streaming kernel: exactly what transform_one gives
-        Phi = np.zeros((len(Z), self.n_outputs))
-        params = stack_params([self._params()])
-        for i in range(len(Z)):
-            self._kernel(np.ascontiguousarray(Z[i]), Phi[i : i + 1], _ROW0, _ACTIVE1, *params)
-        return pd.DataFrame(Phi, index=X.index, columns=self.feature_names())
+        # through the streaming kernel, a block of rows at once: what transform_one gives
+        Phi = np.zeros((1, len(Z), self.n_outputs))
+        self._kernel(np.ascontiguousarray(Z, dtype=np.float64), Phi, _ROW0, _ACTIVE1,
+                     *stack_params([self._params()]))
+        return pd.DataFrame(Phi[0], index=X.index, columns=self.feature_names())
 
     # ------------------------------------------------------------------ shared helpers
     def _input_names(self) -> list[str]:

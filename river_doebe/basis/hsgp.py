@@ -16,6 +16,7 @@ from river_doebe.basis.base import (
     _lengthscale_param,
     _lengthscale_vector,
 )
+from river_doebe.kernels.jit import stack_kernel
 
 __all__ = ["HilbertGP", "spectral_density"]
 
@@ -58,27 +59,30 @@ def spectral_density(omega, lengthscale=1.0, kernel="se"):
     return np.exp(_log_spectral_density(np.asarray(omega, dtype=np.float64), l, kernel)[0])
 
 
-@numba.njit(cache=True)
-def _hsgp_kernel(z, Phi, rows, active, n_eig, boundary, weights):
-    D = z.shape[0]
-    for k in range(rows.shape[0]):
+def _hsgp(Z, Phi, rows, active, n_eig, boundary, weights):
+    B, D = Z.shape
+    for k in numba.prange(rows.shape[0]):
         r = rows[k]
         if not active[r]:
             continue
         J = n_eig[k]
-        for d in range(D):
-            L = boundary[k, d]
-            t = 0.5 * np.pi * (z[d] + L) / L
-            c2 = 2.0 * np.cos(t)
-            s_prev = 0.0
-            s = np.sin(t)
-            base = d * J
-            for j in range(J):
-                Phi[r, base + j] = weights[k, d, j] * s
-                # Chebyshev recurrence: sin((j+1) t) = 2 cos(t) sin(j t) - sin((j-1) t)
-                s_next = c2 * s - s_prev
-                s_prev = s
-                s = s_next
+        for i in range(B):
+            for d in range(D):
+                L = boundary[k, d]
+                t = 0.5 * np.pi * (Z[i, d] + L) / L
+                c2 = 2.0 * np.cos(t)
+                s_prev = 0.0
+                s = np.sin(t)
+                base = d * J
+                for j in range(J):
+                    Phi[r, i, base + j] = weights[k, d, j] * s
+                    # Chebyshev recurrence: sin((j+1) t) = 2 cos(t) sin(j t) - sin((j-1) t)
+                    s_next = c2 * s - s_prev
+                    s_prev = s
+                    s = s_next
+
+
+_hsgp_kernel, _hsgp_kernel_parallel = stack_kernel(_hsgp)
 
 
 class HilbertGP(Basis):
@@ -158,6 +162,7 @@ class HilbertGP(Basis):
     """
 
     _kernel = staticmethod(_hsgp_kernel)
+    _kernel_parallel = staticmethod(_hsgp_kernel_parallel)
 
     def __init__(
         self,

@@ -6,21 +6,25 @@ import numba
 import numpy as np
 
 from river_doebe.basis.base import Basis
+from river_doebe.kernels.jit import stack_kernel
 
 __all__ = ["Linear"]
 
 
-@numba.njit(cache=True)
-def _linear_kernel(z, Phi, rows, active, bias):
-    D = z.shape[0]
-    for k in range(rows.shape[0]):
+def _linear(Z, Phi, rows, active, bias):
+    B, D = Z.shape
+    for k in numba.prange(rows.shape[0]):
         r = rows[k]
         if not active[r]:
             continue
-        for d in range(D):
-            Phi[r, d] = z[d]
-        if bias[k]:
-            Phi[r, D] = 1.0
+        for t in range(B):
+            for d in range(D):
+                Phi[r, t, d] = Z[t, d]
+            if bias[k]:
+                Phi[r, t, D] = 1.0
+
+
+_linear_kernel, _linear_kernel_parallel = stack_kernel(_linear)
 
 
 class Linear(Basis):
@@ -42,6 +46,7 @@ class Linear(Basis):
     """
 
     _kernel = staticmethod(_linear_kernel)
+    _kernel_parallel = staticmethod(_linear_kernel_parallel)
 
     def __init__(self, bias: bool = True):
         self.bias = bias

@@ -6,25 +6,29 @@ import numba
 import numpy as np
 
 from river_doebe.basis.base import Basis, _check_positive_int
+from river_doebe.kernels.jit import stack_kernel
 
 __all__ = ["AdditivePolynomial"]
 
 
-@numba.njit(cache=True)
-def _poly_kernel(z, Phi, rows, active, degree, bias):
-    D = z.shape[0]
-    for k in range(rows.shape[0]):
+def _poly(Z, Phi, rows, active, degree, bias):
+    B, D = Z.shape
+    for k in numba.prange(rows.shape[0]):
         r = rows[k]
         if not active[r]:
             continue
         P = degree[k]
-        for d in range(D):
-            v = 1.0
-            for p in range(P):
-                v = v * z[d]
-                Phi[r, d * P + p] = v
-        if bias[k]:
-            Phi[r, D * P] = 1.0
+        for t in range(B):
+            for d in range(D):
+                v = 1.0
+                for p in range(P):
+                    v = v * Z[t, d]
+                    Phi[r, t, d * P + p] = v
+            if bias[k]:
+                Phi[r, t, D * P] = 1.0
+
+
+_poly_kernel, _poly_kernel_parallel = stack_kernel(_poly)
 
 
 class AdditivePolynomial(Basis):
@@ -62,6 +66,7 @@ class AdditivePolynomial(Basis):
     """
 
     _kernel = staticmethod(_poly_kernel)
+    _kernel_parallel = staticmethod(_poly_kernel_parallel)
 
     def __init__(self, degree: int = 3, bias: bool = True):
         self.degree = degree

@@ -15,28 +15,30 @@ from river_doebe.basis.base import (
     _lengthscale_param,
     _lengthscale_vector,
 )
+from river_doebe.kernels.jit import stack_kernel
 
 __all__ = ["RBFNetwork"]
 
-#: rows per block in the vectorised featurisation, to bound the (rows, C, D) temporary
 
-
-@numba.njit(cache=True)
-def _rbf_kernel(z, Phi, rows, active, centres, inv_ls, n_set, n_centres):
-    D = z.shape[0]
-    for k in range(rows.shape[0]):
+def _rbf(Z, Phi, rows, active, centres, inv_ls, n_set, n_centres):
+    B, D = Z.shape
+    for k in numba.prange(rows.shape[0]):
         r = rows[k]
         if not active[r]:
             continue
         m = n_set[k]
-        for c in range(m):
-            acc = 0.0
-            for d in range(D):
-                u = (z[d] - centres[k, c, d]) * inv_ls[k, d]
-                acc += u * u
-            Phi[r, c] = np.exp(-0.5 * acc)
-        for c in range(m, n_centres[k]):
-            Phi[r, c] = 0.0
+        for t in range(B):
+            for c in range(m):
+                acc = 0.0
+                for d in range(D):
+                    u = (Z[t, d] - centres[k, c, d]) * inv_ls[k, d]
+                    acc += u * u
+                Phi[r, t, c] = np.exp(-0.5 * acc)
+            for c in range(m, n_centres[k]):
+                Phi[r, t, c] = 0.0
+
+
+_rbf_kernel, _rbf_kernel_parallel = stack_kernel(_rbf)
 
 
 class RBFNetwork(Basis):
@@ -106,6 +108,7 @@ class RBFNetwork(Basis):
     """
 
     _kernel = staticmethod(_rbf_kernel)
+    _kernel_parallel = staticmethod(_rbf_kernel_parallel)
     laplace_ok = False
 
     def __init__(

@@ -15,6 +15,7 @@ from river_doebe.basis.base import (
     _lengthscale_param,
     _lengthscale_vector,
 )
+from river_doebe.kernels.jit import stack_kernel
 
 __all__ = ["RandomFourierFeatures"]
 
@@ -24,20 +25,23 @@ _SAMPLERS = ("mc", "qmc")
 _U_CLIP = 1e-12
 
 
-@numba.njit(cache=True)
-def _rff_kernel(z, Phi, rows, active, W, n_freq, scale):
-    D = z.shape[0]
-    for k in range(rows.shape[0]):
+def _rff(Z, Phi, rows, active, W, n_freq, scale):
+    B, D = Z.shape
+    for k in numba.prange(rows.shape[0]):
         r = rows[k]
         if not active[r]:
             continue
         s = scale[k]
-        for h in range(n_freq[k]):
-            t = 0.0
-            for d in range(D):
-                t += W[k, h, d] * z[d]
-            Phi[r, 2 * h] = s * np.sin(t)
-            Phi[r, 2 * h + 1] = s * np.cos(t)
+        for t in range(B):
+            for h in range(n_freq[k]):
+                a = 0.0
+                for d in range(D):
+                    a += W[k, h, d] * Z[t, d]
+                Phi[r, t, 2 * h] = s * np.sin(a)
+                Phi[r, t, 2 * h + 1] = s * np.cos(a)
+
+
+_rff_kernel, _rff_kernel_parallel = stack_kernel(_rff)
 
 
 def _draw_base_frequencies(n_freq, n_inputs, kernel, sampler, seed):
@@ -163,6 +167,7 @@ class RandomFourierFeatures(Basis):
     """
 
     _kernel = staticmethod(_rff_kernel)
+    _kernel_parallel = staticmethod(_rff_kernel_parallel)
 
     def __init__(
         self,

@@ -59,7 +59,7 @@ class Engine:
     #: per-step buffers, rebuilt rather than pickled
     _scratch: frozenset = frozenset(
         ("Phi", "V", "E", "mean", "var", "loglik", "new_log_w", "filtered", "log_prior",
-         "status", "_cache_z", "_reach")
+         "status", "_cache_z", "_reach", "src", "_slot_active")
     )
 
     def __init__(self, members: list[Member], transition=None, weight_floor: float = 0.0):
@@ -135,7 +135,7 @@ class Engine:
 
     def _allocate_scratch(self) -> None:
         M, Fmax = self._mu.shape
-        self.Phi = np.zeros((M, Fmax))
+        self.Phi = np.zeros((len(self._slot_active), Fmax))  # one row per distinct basis
         self.V = np.zeros((M, Fmax))
         self.E = np.zeros((M, Fmax))
         self.mean = np.zeros(M)
@@ -150,19 +150,34 @@ class Engine:
         self.work = int(np.sum(self.F * self.F))
 
     def _build_groups(self) -> None:
+        """The featurisation plan: members whose bases give the same features (an E-DOEBE's
+        static and dynamic twins: the same class and kernel parameters, so the same numbers for
+        every input) share one feature slot, computed once; ``src[k]`` is stack row ``k``'s slot.
+        ``groups`` holds, per basis class, ``[class, slots, stacked parameters, owners]`` (the
+        stack row whose basis stands for each slot)."""
         stack = self.stack
-        groups: dict[type, list[int]] = {}
+        slots: dict[tuple, int] = {}
+        owners: dict[type, list[tuple[int, int]]] = {}
+        self.src = np.empty(len(stack), dtype=np.int64)
         for k, m in enumerate(stack):
-            groups.setdefault(type(m.basis), []).append(k)
+            params = [np.asarray(p) for p in m.basis._params()]
+            key = (type(m.basis), *((p.dtype.str, p.shape, p.tobytes()) for p in params))
+            slot = slots.get(key)
+            if slot is None:
+                slot = slots[key] = len(slots)
+                owners.setdefault(type(m.basis), []).append((slot, k))
+            self.src[k] = slot
+        self._slot_active = np.ones(len(slots), dtype=np.bool_)
         self.groups = []
-        for cls, rows in groups.items():
-            params = stack_params([stack[k].basis._params() for k in rows])
-            self.groups.append([cls, np.asarray(rows, dtype=np.int64), params])
+        for cls, pairs in owners.items():
+            params = stack_params([stack[k].basis._params() for _, k in pairs])
+            self.groups.append([cls, np.array([s for s, _ in pairs], dtype=np.int64), params,
+                                [k for _, k in pairs]])
+        # every basis that learns from the samples observes them (each keeps its own state);
+        # a slot's parameters follow its owner's
+        group_of = {k: gi for gi, group in enumerate(self.groups) for k in group[3]}
         self._observers = [
-            (gi, k)
-            for gi, (_, rows, _) in enumerate(self.groups)
-            for k in rows.tolist()
-            if stack[k].basis.wants_observations
+            (group_of.get(k, -1), k) for k, m in enumerate(stack) if m.basis.wants_observations
         ]
 
     # ------------------------------------------------------------------ steps
@@ -170,9 +185,11 @@ class Engine:
         """The noise variance the predict sweep adds (the logistic engine: none)."""
         return self.var_eps
 
-    def _featurize(self, z: np.ndarray, Phi: np.ndarray) -> None:
-        for cls, rows, params in self.groups:
-            cls._kernel(z, Phi, rows, self.filtered, *params)
+    def _featurize(self, Z: np.ndarray, Phi: np.ndarray, parallel: bool) -> None:
+        """The features of the rows ``Z (B, D)`` for every member, into ``Phi (M, B, F_max)``."""
+        for cls, slots, params, _ in self.groups:
+            kernel = cls._kernel_parallel if parallel else cls._kernel
+            kernel(Z, Phi, slots, self._slot_active, *params)
 
     def _switch(self) -> None:
         """The weights for the next prediction (the switching step, or the weights as they
@@ -189,9 +206,11 @@ class Engine:
         if key == self._cache_z:
             return
         self._switch()
-        self._featurize(z, self.Phi)
-        sweep = predict_stack_parallel if use_threads(self.work) else predict_stack
-        if sweep(self.Phi, self.F, self.static, self._mu, self._C, self.var_rw,
+        # one row's features on one thread: waking the threads for each family's few members
+        # costs more than it saves (benchmarks/throughput.py); a block's are on every thread
+        self._featurize(z[None, :], self.Phi[:, None, :], False)
+        sweep = predict_stack_parallel if use_threads(self.work, self.M) else predict_stack
+        if sweep(self.Phi, self.src, self.F, self.static, self._mu, self._C, self.var_rw,
                  self._predict_var_eps(), self.filtered, self.V, self.E, self.mean, self.var,
                  self.pvec, self.pc, self.pg, self.pend, self.status):
             k = int(np.flatnonzero(self.status)[0])
@@ -274,13 +293,19 @@ class Engine:
     def _observe(self, z: np.ndarray) -> None:
         stack = self.stack
         still = []
+        changed = set()
         for gi, k in self._observers:
             basis = stack[k].basis
             if basis._observe(z):
-                rows = self.groups[gi][1]
-                self.groups[gi][2] = stack_params([stack[int(r)].basis._params() for r in rows])
+                changed.add(gi)
             if basis.wants_observations:
                 still.append((gi, k))
+        # a group's stacked parameters are rebuilt once per sample, however many of its members
+        # placed a centre (twins observe the same samples: a slot's members stay alike)
+        changed.discard(-1)
+        for gi in sorted(changed):
+            self.groups[gi][2] = stack_params([stack[k].basis._params()
+                                               for k in self.groups[gi][3]])
         self._observers = still
 
     # ------------------------------------------------------------------ dead members
@@ -318,7 +343,7 @@ class Engine:
         return not self._observers
 
     def _block_kernel(self):
-        parallel = use_threads(self.work)
+        parallel = use_threads(self.work, self.M, 2)
         return gaussian_block_parallel if parallel else gaussian_block
 
     def learn_block(self, Z: np.ndarray, Y: np.ndarray, keep_weights: bool = False):
@@ -335,9 +360,9 @@ class Engine:
         """
         B = Z.shape[0]
         M, Fmax = self._mu.shape
-        Phi3 = np.zeros((B, M, Fmax))
-        for t in range(B):
-            self._featurize(Z[t], Phi3[t])
+        # slot-major, as the kernels read it (each fills the columns its members read)
+        Phi3 = np.empty((len(self._slot_active), B, Fmax))
+        self._featurize(np.ascontiguousarray(Z), Phi3, use_threads(self.work, self.M, B))
         saved = self._block_state()
         out = self._member_pass(Phi3, Y)
         bad = out[-1]
@@ -369,11 +394,11 @@ class Engine:
     _classifies = False
 
     def _member_pass(self, Phi3, Y):
-        B, M = Phi3.shape[0], self.M
+        M, B = self.M, Phi3.shape[1]
         mean, var, loglik = np.empty((B, M)), np.empty((B, M)), np.empty((B, M))
         bad = np.empty(M, dtype=np.int64)
         self._block_kernel()(
-            Phi3, np.asarray(Y, dtype=np.float64), self.F, self.static, self._mu, self._C,
+            Phi3, self.src, np.asarray(Y, dtype=np.float64), self.F, self.static, self._mu, self._C,
             self.var_rw, self.var_theta, self.var_eps, self.filtered, self.V, self.E, self.pvec,
             self.pc, self.pg, self.pend, self.n_filtered, mean, var, loglik, bad,
         )

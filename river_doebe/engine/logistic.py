@@ -90,15 +90,15 @@ class LogisticEngine(Engine):
     _classifies = True
 
     def _block_kernel(self):
-        return laplace_block_parallel if use_threads(self.work) else laplace_block
+        return laplace_block_parallel if use_threads(self.work, self.M, 2) else laplace_block
 
     def _member_pass(self, Phi3, Y):
-        B, M = Phi3.shape[0], self.M
+        M, B = self.M, Phi3.shape[1]
         mean, var = np.empty((B, M)), np.empty((B, M))
         logit, loglik = np.empty((B, M)), np.empty((B, M))
         bad = np.empty(M, dtype=np.int64)
         self._block_kernel()(
-            Phi3, np.asarray(Y, dtype=np.int64), self.F, self.static, self._mu, self._C,
+            Phi3, self.src, np.asarray(Y, dtype=np.int64), self.F, self.static, self._mu, self._C,
             self.var_rw, self.var_theta, self.var_eps, self.filtered, self.V, self.E, self.pvec,
             self.pc, self.pg, self.pend, self.n_filtered, mean, var, logit, loglik, bad,
         )

@@ -1,8 +1,9 @@
 """How many threads the member stack's kernels use.
 
-A large stack's predict sweep and its block path run their members on every core (Numba's
-``prange``: each member's arithmetic is its own, so the numbers do not depend on the thread
-count). A small stack stays on one thread: waking the threads costs more than they save. The
+A large stack's predict sweep and its block path (featurisation included) run their members on
+every core (Numba's ``prange``: each member's arithmetic is its own, so the numbers do not depend
+on the thread count), and so does the E-DOEBE warm-up's fit. A small stack stays on one thread:
+waking the threads costs more than they save. The
 library's setting applies to every model of the process:
 
 - ``river_doebe.set_num_threads(n)`` (``None``: every thread Numba launched; ``1``: never
@@ -18,12 +19,24 @@ import os
 
 import numba
 
-__all__ = ["PARALLEL_MIN_WORK", "get_num_threads", "num_threads", "set_num_threads", "use_threads"]
+__all__ = [
+    "PARALLEL_MIN_MEMBERS",
+    "PARALLEL_MIN_WORK",
+    "get_num_threads",
+    "num_threads",
+    "set_num_threads",
+    "use_threads",
+]
 
-#: a stack with fewer covariance entries than this (the sum of ``F_m^2`` over its members) is
-#: swept on one thread; measured by ``benchmarks/throughput.py`` (``threshold`` rows): on two
-#: cores the parallel sweep pays from about 20 members of 50 features (a single learner never)
-PARALLEL_MIN_WORK = 50_000
+#: one sample at a time, a stack runs its members on every thread when it has at least
+#: ``PARALLEL_MIN_MEMBERS`` members and ``PARALLEL_MIN_WORK`` covariance entries (the sum of
+#: ``F_m^2``): measured by ``benchmarks/throughput.py`` (its ``threshold`` rows, per sample, one
+#: thread against two with the parallel sweep forced) on two cores, the parallel sweep starts to
+#: pay at about 8 members of 100 features, 16 of 50 and 32 to 64 of 25 (a single learner
+#: never). A block of rows runs in parallel from two members on: one launch of the threads serves
+#: every row.
+PARALLEL_MIN_WORK = 40_000
+PARALLEL_MIN_MEMBERS = 8
 
 
 def _from_environment() -> int | None:
@@ -58,11 +71,14 @@ def num_threads(n: int | None):
         _setting[0] = before
 
 
-def use_threads(work: int) -> bool:
-    """Whether a stack of ``work`` covariance entries runs in parallel now (and if so, the
-    Numba thread count of this thread is set for it)."""
+def use_threads(work: int, members: int, rows: int = 1) -> bool:
+    """Whether a stack of ``members`` members and ``work`` covariance entries runs its members on
+    every thread now, for one sample (``rows = 1``) or a block of rows (and if so, the Numba
+    thread count of this thread is set for it)."""
     n = get_num_threads()
-    if n < 2 or work < PARALLEL_MIN_WORK:
+    if n < 2 or members < 2:
+        return False
+    if rows == 1 and (members < PARALLEL_MIN_MEMBERS or work < PARALLEL_MIN_WORK):
         return False
     if numba.get_num_threads() != n:
         numba.set_num_threads(n)

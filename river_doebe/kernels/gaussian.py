@@ -14,6 +14,7 @@ import math
 import numba
 import numpy as np
 
+from river_doebe.kernels.jit import stack_kernel
 from river_doebe.kernels.stack import predict_member, record_update, step_is_finite
 
 __all__ = ["LOG_2PI", "gaussian_block", "gaussian_block_parallel", "gaussian_update"]
@@ -67,15 +68,15 @@ def gaussian_update(F, static, mu, V, mean, var, var_theta, var_eps, y, filtered
 
 
 @numba.njit(cache=True, inline="always")
-def _block_member(m, Phi3, Y, F, static, mu, C, var_rw, var_theta, var_eps, V, E, pvec, pc, pg,
-                  pend, n_filtered, mean_out, var_out, loglik_out):
+def _block_member(m, Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps, V, E, pvec, pc,
+                  pg, pend, n_filtered, mean_out, var_out, loglik_out):
     """Member ``m`` through every row of a block, as the per-sample steps would take it; returns
     the first row it cannot take (its status says why), or -1."""
     f = F[m]
     for t in range(Y.shape[0]):
         mean, var = mean_out[t], var_out[t]
-        if predict_member(m, Phi3[t], F, static, mu, C, var_rw, var_eps, True, V, E, pvec, pc,
-                          pg, pend, mean, var):
+        if predict_member(m, Phi3[src[m], t], F, static, mu, C, var_rw, var_eps, True, V, E,
+                          pvec, pc, pg, pend, mean, var):
             return t
         if not _can_learn(f, static[m], mu[m], V[m], mean[m], var[m], var_theta[m],
                           var_eps[m], Y[t]):
@@ -89,40 +90,32 @@ def _block_member(m, Phi3, Y, F, static, mu, C, var_rw, var_theta, var_eps, V, E
     return -1
 
 
-@numba.njit(cache=True)
-def gaussian_block(Phi3, Y, F, static, mu, C, var_rw, var_theta, var_eps, filtered, V, E, pvec,
-                   pc, pg, pend, n_filtered, mean_out, var_out, loglik_out, bad_row):
-    """A block of rows member by member: every filtered member through every row (its
-    covariance stays in cache), writing each row's predictive ``mean_out[t, m]``,
-    ``var_out[t, m]`` and ``loglik_out[t, m]`` (``-inf`` for the others) and, in ``bad_row[m]``,
-    the first row the member could not take (-1: none). The weights are the caller's, row by row
-    afterwards (:func:`river_doebe.kernels.weights.weigh_block`): the members' filters do not
-    depend on them."""
-    for m in range(F.shape[0]):
-        bad_row[m] = _block_row(m, Phi3, Y, F, static, mu, C, var_rw, var_theta, var_eps,
-                                filtered, V, E, pvec, pc, pg, pend, n_filtered, mean_out,
-                                var_out, loglik_out)
-
-
-@numba.njit(cache=True, parallel=True)
-def gaussian_block_parallel(Phi3, Y, F, static, mu, C, var_rw, var_theta, var_eps, filtered, V,
-                            E, pvec, pc, pg, pend, n_filtered, mean_out, var_out, loglik_out,
-                            bad_row):
-    """:func:`gaussian_block` with the members spread over threads (the same numbers)."""
+def _gaussian_block(Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps, filtered, V, E,
+                    pvec, pc, pg, pend, n_filtered, mean_out, var_out, loglik_out, bad_row):
+    """A block of rows member by member: every filtered member ``m`` through every row of its
+    slot's features ``Phi3[src[m]]`` (``Phi3`` is ``(slots, B, F_max)``) while its covariance
+    stays in cache, writing each row's predictive ``mean_out[t, m]``, ``var_out[t, m]`` and
+    ``loglik_out[t, m]`` (``-inf`` for the others) and, in ``bad_row[m]``, the first row the
+    member could not take (-1: none). The weights are the caller's, row by row afterwards
+    (:func:`river_doebe.kernels.weights.weigh_block`): the members' filters do not depend on
+    them. The members are a ``prange``: the parallel twin spreads them over the threads."""
     for m in numba.prange(F.shape[0]):
-        bad_row[m] = _block_row(m, Phi3, Y, F, static, mu, C, var_rw, var_theta, var_eps,
+        bad_row[m] = _block_row(m, Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps,
                                 filtered, V, E, pvec, pc, pg, pend, n_filtered, mean_out,
                                 var_out, loglik_out)
+
+
+gaussian_block, gaussian_block_parallel = stack_kernel(_gaussian_block)
 
 
 @numba.njit(cache=True, inline="always")
-def _block_row(m, Phi3, Y, F, static, mu, C, var_rw, var_theta, var_eps, filtered, V, E, pvec,
-               pc, pg, pend, n_filtered, mean_out, var_out, loglik_out):
+def _block_row(m, Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps, filtered, V, E,
+               pvec, pc, pg, pend, n_filtered, mean_out, var_out, loglik_out):
     if not filtered[m]:
-        predict_member(m, Phi3[0], F, static, mu, C, var_rw, var_eps, False, V, E, pvec, pc,
-                       pg, pend, mean_out[0], var_out[0])  # an owed update, applied
+        predict_member(m, Phi3[src[m], 0], F, static, mu, C, var_rw, var_eps, False, V, E, pvec,
+                       pc, pg, pend, mean_out[0], var_out[0])  # an owed update, applied
         for t in range(Y.shape[0]):
             loglik_out[t, m] = -np.inf
         return -1
-    return _block_member(m, Phi3, Y, F, static, mu, C, var_rw, var_theta, var_eps, V, E, pvec,
-                         pc, pg, pend, n_filtered, mean_out, var_out, loglik_out)
+    return _block_member(m, Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps, V, E,
+                         pvec, pc, pg, pend, n_filtered, mean_out, var_out, loglik_out)

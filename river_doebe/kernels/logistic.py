@@ -41,6 +41,7 @@ import math
 import numba
 import numpy as np
 
+from river_doebe.kernels.jit import stack_kernel
 from river_doebe.kernels.stack import predict_member, record_update, step_is_finite
 from river_doebe.kernels.weights import sigmoid
 
@@ -167,13 +168,13 @@ def laplace_update_stack(F, static, mu, V, mean, var, logit, var_theta, y, filte
 
 
 @numba.njit(cache=True, inline="always")
-def _block_row(m, Phi3, Y, F, static, mu, C, var_rw, var_theta, var_eps, filtered, V, E, pvec,
-               pc, pg, pend, n_filtered, mean_out, var_out, logit_out, loglik_out):
+def _block_row(m, Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps, filtered, V, E,
+               pvec, pc, pg, pend, n_filtered, mean_out, var_out, logit_out, loglik_out):
     """Member ``m`` through every row of a block (see :func:`laplace_block`); returns the first
     row it cannot take, or -1."""
     if not filtered[m]:
-        predict_member(m, Phi3[0], F, static, mu, C, var_rw, var_eps, False, V, E, pvec, pc,
-                       pg, pend, mean_out[0], var_out[0])  # an owed update, applied
+        predict_member(m, Phi3[src[m], 0], F, static, mu, C, var_rw, var_eps, False, V, E, pvec,
+                       pc, pg, pend, mean_out[0], var_out[0])  # an owed update, applied
         for t in range(Y.shape[0]):
             loglik_out[t, m] = -np.inf
             logit_out[t, m] = 0.0
@@ -181,8 +182,8 @@ def _block_row(m, Phi3, Y, F, static, mu, C, var_rw, var_theta, var_eps, filtere
     f = F[m]
     for t in range(Y.shape[0]):
         mean, var = mean_out[t], var_out[t]
-        if predict_member(m, Phi3[t], F, static, mu, C, var_rw, var_eps, True, V, E, pvec, pc,
-                          pg, pend, mean, var):
+        if predict_member(m, Phi3[src[m], t], F, static, mu, C, var_rw, var_eps, True, V, E,
+                          pvec, pc, pg, pend, mean, var):
             return t
         logit = probit_logit(mean[m], var[m])
         logit_out[t, m] = logit
@@ -198,24 +199,16 @@ def _block_row(m, Phi3, Y, F, static, mu, C, var_rw, var_theta, var_eps, filtere
     return -1
 
 
-@numba.njit(cache=True)
-def laplace_block(Phi3, Y, F, static, mu, C, var_rw, var_theta, var_eps, filtered, V, E, pvec,
-                  pc, pg, pend, n_filtered, mean_out, var_out, logit_out, loglik_out, bad_row):
+def _laplace_block(Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps, filtered, V, E,
+                   pvec, pc, pg, pend, n_filtered, mean_out, var_out, logit_out, loglik_out,
+                   bad_row):
     """A block of labelled rows member by member, as
     :func:`river_doebe.kernels.gaussian.gaussian_block` for the regressors; also writes the
     probit logits ``logit_out[t, m]`` the row's prediction needs."""
-    for m in range(F.shape[0]):
-        bad_row[m] = _block_row(m, Phi3, Y, F, static, mu, C, var_rw, var_theta, var_eps,
-                                filtered, V, E, pvec, pc, pg, pend, n_filtered, mean_out,
-                                var_out, logit_out, loglik_out)
-
-
-@numba.njit(cache=True, parallel=True)
-def laplace_block_parallel(Phi3, Y, F, static, mu, C, var_rw, var_theta, var_eps, filtered, V,
-                           E, pvec, pc, pg, pend, n_filtered, mean_out, var_out, logit_out,
-                           loglik_out, bad_row):
-    """:func:`laplace_block` with the members spread over threads (the same numbers)."""
     for m in numba.prange(F.shape[0]):
-        bad_row[m] = _block_row(m, Phi3, Y, F, static, mu, C, var_rw, var_theta, var_eps,
+        bad_row[m] = _block_row(m, Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps,
                                 filtered, V, E, pvec, pc, pg, pend, n_filtered, mean_out,
                                 var_out, logit_out, loglik_out)
+
+
+laplace_block, laplace_block_parallel = stack_kernel(_laplace_block)

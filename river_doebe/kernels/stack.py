@@ -54,6 +54,8 @@ import math
 import numba
 import numpy as np
 
+from river_doebe.kernels.jit import stack_kernel
+
 __all__ = [
     "flush_stack",
     "predict_member",
@@ -171,7 +173,7 @@ def _moments(f, is_static, phi, mu, v, var_eps):
 
 
 @numba.njit(cache=True, inline="always")
-def predict_member(m, Phi, F, static, mu, C, var_rw, var_eps, want, V, E, pvec, pc, pg, pend,
+def predict_member(m, phi, F, static, mu, C, var_rw, var_eps, want, V, E, pvec, pc, pg, pend,
                    mean, var):
     """Member ``m``'s step: apply its owed update and, with ``want``, write its predictive
     ``mean[m]``, ``var[m]`` and ``V[m]`` (``U' phi`` static, ``Sigma_pred phi`` dynamic).
@@ -188,7 +190,6 @@ def predict_member(m, Phi, F, static, mu, C, var_rw, var_eps, want, V, E, pvec, 
         pend[m] = False
     if not (owes or want):
         return 0
-    phi = Phi[m]
     is_static = static[m]
     if is_static:
         _static_sweep(f, owes, want, phi, mu[m], C[m], V[m], E[m], pvec[m], pc[m], pg[m])
@@ -212,34 +213,23 @@ def predict_member(m, Phi, F, static, mu, C, var_rw, var_eps, want, V, E, pvec, 
     return 0
 
 
-@numba.njit(cache=True)
-def predict_stack(Phi, F, static, mu, C, var_rw, var_eps, filtered, V, E, mean, var, pvec, pc,
-                  pg, pend, status):
-    """:func:`predict_member` for every member in turn (``want``: ``filtered[m]``); writes
-    ``status`` and returns how many are not 0."""
-    n_bad = 0
-    for m in range(Phi.shape[0]):
-        status[m] = predict_member(m, Phi, F, static, mu, C, var_rw, var_eps, filtered[m], V, E,
-                                   pvec, pc, pg, pend, mean, var)
-        if status[m]:
-            n_bad += 1
-    return n_bad
-
-
-@numba.njit(cache=True, parallel=True)
-def predict_stack_parallel(Phi, F, static, mu, C, var_rw, var_eps, filtered, V, E, mean, var,
-                           pvec, pc, pg, pend, status):
-    """:func:`predict_stack` with the members spread over threads: the same numbers (each
-    member's arithmetic is its own), for stacks large enough to pay for the threads."""
-    M = Phi.shape[0]
+def _predict_stack(Phi, src, F, static, mu, C, var_rw, var_eps, filtered, V, E, mean, var, pvec,
+                   pc, pg, pend, status):
+    """:func:`predict_member` for every member (``want``: ``filtered[m]``) on the features of its
+    slot ``Phi[src[m]]``, each member on its own (``prange``: the parallel twin spreads them over
+    the threads); writes ``status`` and returns how many are not 0."""
+    M = F.shape[0]
     for m in numba.prange(M):
-        status[m] = predict_member(m, Phi, F, static, mu, C, var_rw, var_eps, filtered[m], V, E,
-                                   pvec, pc, pg, pend, mean, var)
+        status[m] = predict_member(m, Phi[src[m]], F, static, mu, C, var_rw, var_eps,
+                                   filtered[m], V, E, pvec, pc, pg, pend, mean, var)
     n_bad = 0
     for m in range(M):
         if status[m]:
             n_bad += 1
     return n_bad
+
+
+predict_stack, predict_stack_parallel = stack_kernel(_predict_stack)
 
 
 @numba.njit(cache=True)
