@@ -73,8 +73,10 @@ class _Cosine(Basis):
 
     # the evidence tests use the array face only; a learner would need a streaming kernel
     @staticmethod
-    def _kernel(z, Phi, rows, active, *stacked):
+    def _kernel(Z, Phi, rows, active, *stacked):
         raise NotImplementedError("a test basis of the evidence only")
+
+    _kernel_parallel = _kernel
 
     def _params(self):
         return ()
@@ -129,8 +131,10 @@ class _Bump(Basis):
 
     # the evidence tests use the array face only; a learner would need a streaming kernel
     @staticmethod
-    def _kernel(z, Phi, rows, active, *stacked):
+    def _kernel(Z, Phi, rows, active, *stacked):
         raise NotImplementedError("a test basis of the evidence only")
+
+    _kernel_parallel = _kernel
 
     def _params(self):
         return ()
@@ -566,13 +570,13 @@ def test_repair_covariance_of_indefinite_matrix():
 
 
 def test_laplace_repair_path_in_sampling(fitted, monkeypatch):
-    import river_doebe.warmup.empirical_bayes as ev
+    import river_doebe.warmup.laplace as laplace
 
     basis, Z, y, mode = fitted
     P = len(mode.u)
     # an indefinite "Hessian" (a saddle), injected so the path is exercised deterministically
     H = np.diag([50.0, -3.0, 0.0, 80.0])[:P, :P]
-    monkeypatch.setattr(ev, "_hessian", lambda *args: H)
+    monkeypatch.setattr(laplace, "_hessian", lambda *args: H)
     with pytest.warns(RuntimeWarning, match="not positive definite"):
         cov = laplace_covariance(mode, basis, Z, y)
     np.testing.assert_allclose(np.diag(cov), [1 / 50, 1.0, 1.0, 1 / 80])
@@ -581,7 +585,7 @@ def test_laplace_repair_path_in_sampling(fitted, monkeypatch):
     U = np.array([[math.log(vt), math.log(ve), *b.get_hyper()] for b, vt, ve in draws])
     assert np.all(np.isfinite(U))
     # a non-finite Hessian falls back to the perturbation, with a warning
-    monkeypatch.setattr(ev, "_hessian", lambda *args: np.full((P, P), np.nan))
+    monkeypatch.setattr(laplace, "_hessian", lambda *args: np.full((P, P), np.nan))
     with pytest.warns(RuntimeWarning, match="perturbation"):
         cov = laplace_covariance(mode, basis, Z, y)
     np.testing.assert_allclose(cov, 1e-3 * np.eye(P))

@@ -2,8 +2,9 @@
 
 - :mod:`~river_doebe.warmup.families`: the basis families by name (the registry the command line
   and the benchmarks use too);
-- :mod:`~river_doebe.warmup.empirical_bayes`: the type-II maximum-likelihood fit and the Laplace
-  draws of one family;
+- :mod:`~river_doebe.warmup.empirical_bayes`: the type-II maximum-likelihood fit of the families,
+  one job per start on every core;
+- :mod:`~river_doebe.warmup.laplace`: the draws around each mode (the Laplace approximation);
 - :mod:`~river_doebe.warmup.fit`: the pipeline for both tasks (standardise, fit, twin, build the
   engine, replay);
 - :mod:`~river_doebe.warmup.fallback`: what the model predicts with until then.
@@ -42,6 +43,6 @@ _LAZY = {"Standardizer": "fit", "fit_ensemble": "fit", "fit_members": "fit"}
 def __getattr__(name: str):
     if name in _LAZY:
         return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    if name in ("fit", "empirical_bayes"):
+    if name in ("fit", "empirical_bayes", "laplace"):
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
