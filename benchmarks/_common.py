@@ -26,3 +26,21 @@ def default_data_dir(given) -> Path | None:
         return Path(os.environ[datasets.ENV_VAR])
     beside = ROOT.parent / "shared" / "data"
     return beside if beside.is_dir() else None
+
+
+def predict_then_learn(model, xs: list, ys: list, block_size: int = 256) -> list:
+    """Each row's prediction (a classifier: its ``predict_proba_one``) made before the row is
+    learnt: through ``predict_learn_many`` in blocks for this package's models (the same numbers
+    as the loop), else ``predict_proba_one`` / ``predict_one`` then ``learn_one``."""
+    many = getattr(model, "predict_learn_many", None)
+    if many is not None:
+        out = []
+        for i in range(0, len(xs), block_size):
+            out.extend(many(xs[i:i + block_size], ys[i:i + block_size]))
+        return out
+    predict = getattr(model, "predict_proba_one", None) or model.predict_one
+    out = []
+    for x, y in zip(xs, ys, strict=True):
+        out.append(predict(x))
+        model.learn_one(x, y)
+    return out

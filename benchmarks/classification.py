@@ -62,7 +62,7 @@ from pathlib import Path
 
 import numpy as np
 import river
-from _common import HERE, default_data_dir
+from _common import HERE, default_data_dir, predict_then_learn
 from river import forest, linear_model, preprocessing, tree
 from threadpoolctl import threadpool_limits
 
@@ -251,22 +251,17 @@ def run_trial(order: str, trial: int, cfg: Config, data_dir, log) -> dict:
     clock = time.perf_counter
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # warm-up diagnostics
-        for i, t in enumerate(labels):
-            scored = i >= W
-            for key, (model, inputs) in models.items():
-                x = raw[i] if inputs == "raw" else stdd[i]
-                if not scored:
-                    if inputs == "std" and not cfg.replay:
-                        continue
-                    t0 = clock()
-                    model.learn_one(x, t)
-                    t_warm[key] += clock() - t0
-                    continue
+        for key, (model, inputs) in models.items():
+            xs = raw if inputs == "raw" else stdd
+            if inputs == "raw" or cfg.replay:
                 t0 = clock()
-                proba = model.predict_proba_one(x)
-                model.learn_one(x, t)
-                t_stream[key] += clock() - t0
-                j = i - W
+                for x, t in zip(xs[:W], labels[:W], strict=True):
+                    model.learn_one(x, t)
+                t_warm[key] += clock() - t0
+            t0 = clock()
+            probas = predict_then_learn(model, xs[W:], labels[W:])
+            t_stream[key] += clock() - t0
+            for j, (proba, t) in enumerate(zip(probas, labels[W:], strict=True)):
                 p = proba.get(t, 0.0)
                 errors[key][j] = (max(proba, key=proba.get) if proba else (not t)) != t
                 losses[key][j] = -math.log(max(p, LOG_FLOOR))

@@ -398,13 +398,6 @@ def methods_for(experiment: str) -> list[Method]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _stream(dicts, ys, hook):
-    for t, (x, y) in enumerate(zip(dicts, ys.tolist(), strict=True), start=1):
-        yield x, y
-        if hook is not None:
-            hook(t)
-
-
 class _DynamicWeight:
     """Weight of member 0 (the dynamic one in Exp. 2's pairs) after every step."""
 
@@ -434,12 +427,14 @@ def run_one(model, prep: Prepared, cfg: Config, record_weight=False) -> dict:
         warnings.simplefilter("ignore", RuntimeWarning)
         # the paper's PLL scores the moment-matched Gaussian; an ensemble's own predictive is
         # the mixture of its members (the same for a single learner)
+        # in blocks of rows (the same predictions), but one sample at a time where the weight
+        # after every step is recorded
         res = progressive_scores(
-            _stream(prep.dicts(), prep.Ys, hook), model,
+            zip(prep.dicts(), prep.Ys.tolist(), strict=True), model,
             {"nMSE": rd_metrics.NMSE(var_y=float(prep.Ys.var())),
              "PLL": rd_metrics.PredictiveLogLikelihood(moment_matched=True),
              "PLL_mixture": rd_metrics.PredictiveLogLikelihood()},
-            every=every,
+            every=every, on_learnt=hook, block_size=1 if hook is not None else 256,
         )
     out = {
         "nmse": float(res.scores["nMSE"]),

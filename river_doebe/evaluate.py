@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import itertools
 import math
 import time
 
@@ -200,6 +201,8 @@ def progressive_scores(
     every: int | None = None,
     with_dist: bool | None = None,
     keep_predictions: bool = False,
+    block_size: int = 256,
+    on_learnt=None,
 ) -> ProgressiveResult:
     """Progressive (one-step-ahead) validation that gives each metric what it needs.
 
@@ -218,6 +221,11 @@ def progressive_scores(
 
     Where the model returns ``None``, no metric is updated, as in river. The metrics are updated
     in place, like ``evaluate.progressive_val_score`` does.
+
+    A model of this package is fed ``block_size`` rows at a time through its
+    ``predict_learn_many``, which returns, for each row, the prediction made before that row is
+    learnt: the same numbers as the loop above, bit for bit, member by member in blocks of rows
+    (faster). Other models (river's, pipelines, `WithDist`) take the loop.
 
     Parameters
     ----------
@@ -238,6 +246,13 @@ def progressive_scores(
         variances with ``keep_predictions``.
     keep_predictions
         Whether to return the point predictions (and predictive variances) for every sample.
+    block_size
+        Rows per call of a model's ``predict_learn_many`` (``1``: one sample at a time).
+    on_learnt
+        Called as ``on_learnt(t)`` once the model has learnt the first ``t`` samples, to read
+        its state (an E-DOEBE's weights, say): after every sample in the loop; in blocks, after
+        each block, and the blocks end at every multiple of ``every`` and, while the model warms
+        up (``is_warm`` false), after every sample.
 
     Returns
     -------
@@ -295,6 +310,8 @@ def progressive_scores(
         )
     if every is not None and (int(every) != every or every < 1):
         raise ValueError(f"every must be a positive integer, got {every!r}")
+    if isinstance(block_size, bool) or int(block_size) != block_size or block_size < 1:
+        raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
     named = _named_metrics(metrics)
     is_clf = is_classifier(model)
 
@@ -351,8 +368,8 @@ def progressive_scores(
 
     t = 0
     start = time.perf_counter()
-    for x, y in dataset:
-        y_pred = predict(x)
+    for y, y_pred in _one_step_ahead(dataset, model, predict, learn, is_clf, use_raw,
+                                     int(block_size), every, on_learnt):
         if y_pred is not None:
             point = to_point(y_pred) if to_point is not None else y_pred
             for update in raw_updates:
@@ -366,7 +383,6 @@ def progressive_scores(
             preds.append(math.nan if point is None else point)
             if keep_var:
                 variances.append(math.nan if y_pred is None else _variance(y_pred))
-        learn(x, y)
         t += 1
         if every is not None and t % every == 0:
             record(t)
@@ -384,3 +400,47 @@ def progressive_scores(
         variances=np.array(variances, dtype=float) if keep_var else None,
         elapsed=elapsed,
     )
+
+
+def _one_step_ahead(dataset, model, predict, learn, is_clf, use_raw, block_size, every,
+                    on_learnt):
+    """``(y, prediction made before learning (x, y))`` for every sample, in order: through
+    the model's ``predict_learn_many`` in blocks when it has one, else predict then learn (the
+    code after a ``yield`` runs when the caller asks for the next sample, so each sample is
+    scored before it is learnt)."""
+    many = getattr(model, "predict_learn_many", None) if block_size > 1 else None
+    if many is None:
+        for t, (x, y) in enumerate(dataset, start=1):
+            y_pred = predict(x)
+            yield y, y_pred
+            learn(x, y)
+            if on_learnt is not None:
+                on_learnt(t)
+        return
+    if is_clf and not use_raw:
+        from river_doebe.labels import argmax  # what the classifiers' predict_one returns
+
+        def point(p):
+            return argmax(p)
+
+    else:
+
+        def point(p):
+            return p
+
+    rows = iter(dataset)
+    t = 0
+    while True:
+        size = block_size if getattr(model, "is_warm", True) else 1
+        if every is not None:
+            size = min(size, every - t % every)
+        chunk = list(itertools.islice(rows, size))
+        if not chunk:
+            return
+        ys = [y for _, y in chunk]
+        preds = many([x for x, _ in chunk], ys, with_dist=use_raw and not is_clf)
+        for y, p in zip(ys, preds, strict=True):
+            yield y, point(p)
+        t += len(chunk)
+        if on_learnt is not None:
+            on_learnt(t)

@@ -358,3 +358,69 @@ def test_river_metric_first_fails_with_the_working_spelling(drift, make):
     assert result["MAE"] == spelled[0].get() and result["PredictiveLogLikelihood"] == pytest.approx(
         spelled[1].get(), rel=1e-12
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# the block path: this package's models are fed through predict_learn_many
+# ---------------------------------------------------------------------------------------------
+
+
+def _block_models():
+    from river_doebe import EDOEBE, DOBEClassifier, DOEBEClassifier, EDOEBEClassifier
+    from river_doebe.basis import HilbertGP, Linear, RandomFourierFeatures
+
+    small = dict(families=[RandomFourierFeatures(12, seed=2), HilbertGP(12)], n_warmup=90,
+                 n_samples=2, starts=(1.0,), seed=1)
+    return {
+        "EDOEBE": lambda: EDOEBE(**small),
+        "EDOEBEClassifier": lambda: EDOEBEClassifier(**small),
+        "DOEBEClassifier": lambda: DOEBEClassifier(
+            [DOBEClassifier(RandomFourierFeatures(10, seed=1)), DOBEClassifier(Linear())]
+        ),
+    }
+
+
+@pytest.mark.parametrize("name", ["EDOEBE", "EDOEBEClassifier", "DOEBEClassifier"])
+@pytest.mark.parametrize("proba", [True, False], ids=["dist", "point"])
+def test_blocks_score_exactly_as_the_per_sample_loop(name, proba):
+    classify = "Classifier" in name
+    stream = list(datasets.Friedman1(n_samples=400, n_features=5, seed=4))
+    if classify:
+        stream = [(x, y > 14.0) for x, y in stream]
+        chosen = [river_metrics.Accuracy()] + ([river_metrics.LogLoss()] if proba else [])
+    else:
+        chosen = [metrics.NMSE(), river_metrics.MAE()] + ([metrics.PLL()] if proba else [])
+    make = _block_models()[name]
+    runs = []
+    for block_size in (1, 256, 64):
+        model, seen = make(), []
+        weights = getattr(model, "weights", None) is not None
+
+        def learnt(t, model=model, seen=seen, weights=weights):
+            seen.append((t, list(model.weights) if weights and t % 50 == 0 else None))
+
+        result = progressive_scores(stream, model, copy.deepcopy(chosen), every=50,
+                                    keep_predictions=True, block_size=block_size,
+                                    on_learnt=learnt)
+        runs.append((result, seen, model))
+    (one, seen_one, _), *blocks = runs
+    for result, seen, _ in blocks:
+        assert result.scores == one.scores
+        np.testing.assert_array_equal(result.predictions, one.predictions)
+        if one.variances is not None:
+            np.testing.assert_array_equal(result.variances, one.variances)
+        for key in one.traces:
+            np.testing.assert_array_equal(result.traces[key], one.traces[key])
+        # the state read after each block is the per-sample state at that sample
+        by_t = dict(seen_one)
+        assert [t for t, _ in seen][-1] == len(stream)
+        for t, w in seen:
+            assert by_t[t] == w
+        assert len(seen) < len(seen_one) / 2  # it did run in blocks
+    assert [t for t, _ in seen_one] == list(range(1, len(stream) + 1))
+
+
+def test_block_size_is_validated(drift):
+    with pytest.raises(ValueError, match="block_size"):
+        progressive_scores(drift, linear_model.BayesianLinearRegression(), metrics.NMSE(),
+                           block_size=0)

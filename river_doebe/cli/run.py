@@ -74,15 +74,12 @@ class WeightRecorder:
         }
 
 
-def _iterate(dataset, n: int, bar, hook):
-    """The first ``n`` samples of ``dataset``; after each one is learnt, advance the bar and
-    call ``hook(t)`` (the code after ``yield`` runs when the loop asks for the next sample)."""
-    for t, (x, y) in enumerate(itertools.islice(dataset, n), start=1):
+def _iterate(dataset, n: int, bar):
+    """The first ``n`` samples of ``dataset``, advancing the bar as they are read."""
+    for x, y in itertools.islice(dataset, n):
         yield x, y
         if bar is not None:
             bar.update(1)
-        if hook is not None:
-            hook(t)
 
 
 def run_model(key, spec, model, dataset, n, var_y, every, progress=True, record_weights=False,
@@ -104,8 +101,10 @@ def run_model(key, spec, model, dataset, n, var_y, every, progress=True, record_
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
+            # the recorder reads the weights once the samples before it are learnt (in blocks,
+            # the progressive loop ends a block where it records)
             result = evaluate.progressive_scores(
-                _iterate(dataset, n, bar, recorder), model, metric_list, every=every
+                _iterate(dataset, n, bar), model, metric_list, every=every, on_learnt=recorder
             )
     finally:
         bar.close()
