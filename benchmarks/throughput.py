@@ -1,37 +1,58 @@
 """Throughput of river-doebe against river's own Bayesian linear regression, in one process.
 
-Every model runs through ``river.evaluate.progressive_val_score`` on the same 10-feature stream
-(Friedman #1, 20,000 samples), so each sample pays for a ``predict_one`` and a ``learn_one``
-exactly as a river user's loop does. Numba compilation happens in a short warm-up run first and
-is not timed. The script prints a table and writes JSON (default ``benchmarks/results/
-throughput.json``).
+The per-sample rows run through ``river.evaluate.progressive_val_score`` on the same 10-feature
+stream (Friedman #1, 20,000 samples), so each sample pays for a ``predict_one`` and a
+``learn_one`` exactly as a river user's loop does; the block rows feed the same stream through
+``predict_learn_many`` (blocks of 256 rows, the same predictions bit for bit). Numba compilation
+happens in a short run first and is not timed. The thread count is the library's
+(``river_doebe.num_threads``): "1 thread" rows pin it to one, "all threads" rows use every thread
+Numba has. The script prints a table and writes JSON (default
+``benchmarks/results/throughput.json``) with the machine's core and thread counts.
 
-    python benchmarks/throughput.py [--n 20000] [--repeats 3] [--out FILE]
+    python benchmarks/throughput.py [--n 20000] [--repeats 3] [--out FILE] [--no-threshold]
 
-Targets: a DOBE with 100 random Fourier features at least as fast as river's
-``BayesianLinearRegression`` (which works in 10 dimensions; a dynamic DOBE keeps its covariance,
-a static one its square root, both are timed), and a 90-member ensemble of
-100-feature learners at least 1,500 samples per second; state memory flat along the stream; the
-default ``EDOEBE()`` warm-up on 1,000 samples of 21 inputs within 30 s.
+Rows and targets (ratios within one run):
+
+- ``DOBE`` with 100 random Fourier features (dynamic, and static with its square-root
+  covariance) at least as fast as river's ``BayesianLinearRegression`` (which works in 10
+  dimensions);
+- the 90-member ensemble of 100-feature learners (weight floor 0: every member stays live) per
+  sample with 1 thread and with all threads (target: all >= 1.6x one), and through
+  ``predict_learn_many`` with 1 and all threads (target: all threads >= 2.2x the one-thread
+  per-sample rate); the same ensemble with the paper's and the default weight floors;
+- ``EDOEBE()`` as a user gets it, on the 20,000 samples, per sample and in blocks (its
+  warm-up on the first 1,000 samples included and reported apart);
+- the default warm-up on 1,000 samples of 21 inputs, serial and on every thread (target:
+  parallel <= 0.65x serial);
+- ``threshold``: stacks of ``M`` members of ``F`` features per sample, one thread against all
+  threads with the parallel sweep forced, to place ``PARALLEL_MIN_WORK`` and
+  ``PARALLEL_MIN_MEMBERS`` (where the parallel sweep starts to pay).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import pickle
 import platform
 import time
+import warnings
 from pathlib import Path
 
+import numba
 import numpy as np
+from _common import HERE
 from river import evaluate, linear_model, metrics
 
-from river_doebe import DOBE, EDOEBE
+import river_doebe
+import river_doebe.engine.threads as threads
+from river_doebe import DOBE, DOEBE, EDOEBE
 from river_doebe.basis import HilbertGP, RandomFourierFeatures, RBFNetwork
 from river_doebe.datasets import Friedman1
 
-HERE = Path(__file__).resolve().parent
+BLOCK = 256
+ALL = None  # the library's "every thread"
 
 
 def ensemble_90(weight_floor: float) -> EDOEBE:
@@ -45,78 +66,162 @@ def ensemble_90(weight_floor: float) -> EDOEBE:
     return EDOEBE(models=specs, rw_variances=(1e-3,), delta=1e-2, weight_floor=weight_floor)
 
 
+def _dobe(var_rw):
+    return DOBE(RandomFourierFeatures(50, lengthscale=0.5, seed=0), var_eps=0.1, var_rw=var_rw)
+
+
 def candidates():
-    """The models, all on the raw Friedman inputs (already in [0, 1]), so that every row pays
-    for the same river plumbing. (In a pipeline behind an online scaler, ``learn_one`` sees other
-    inputs than the ``predict_one`` before it and the predict step is computed twice.)"""
+    """``name: (factory, path, threads)``; every model works on the raw Friedman inputs (in
+    [0, 1]), so that every row pays for the same river plumbing. (In a pipeline behind an online
+    scaler, ``learn_one`` sees other inputs than the ``predict_one`` before it and the predict
+    step is computed twice.)"""
+    e90 = "E-DOEBE, 90 members x 100 features"
     return {
-        "river BayesianLinearRegression": lambda: linear_model.BayesianLinearRegression(),
-        "DOBE, 100 RFF features": lambda: DOBE(
-            RandomFourierFeatures(50, lengthscale=0.5, seed=0), var_eps=0.1, var_rw=1e-4
-        ),
+        "river BayesianLinearRegression": (linear_model.BayesianLinearRegression, "sample", 1),
+        "DOBE, 100 RFF features": (lambda: _dobe(1e-4), "sample", ALL),
         # a static learner keeps a square root of its covariance (Carlson's update): its cost
-        "DOBE, 100 RFF features, static (square-root covariance)": lambda: DOBE(
-            RandomFourierFeatures(50, lengthscale=0.5, seed=0), var_eps=0.1
-        ),
-        "E-DOEBE, 90 members x 100 features (the paper's floor 1e-16)": lambda: ensemble_90(
-            1e-16
-        ),
-        "E-DOEBE, 90 members x 100 features (default floor 1e-100)": lambda: ensemble_90(1e-100),
-        "E-DOEBE, 90 members x 100 features (no floor: all live)": lambda: ensemble_90(0.0),
+        "DOBE, 100 RFF features, static (square-root covariance)": (lambda: _dobe(0.0), "sample",
+                                                                    ALL),
+        f"{e90} (no floor: all live), per sample, 1 thread": (lambda: ensemble_90(0.0), "sample",
+                                                              1),
+        f"{e90} (no floor: all live), per sample, all threads": (lambda: ensemble_90(0.0),
+                                                                 "sample", ALL),
+        f"{e90} (no floor: all live), blocks, 1 thread": (lambda: ensemble_90(0.0), "block", 1),
+        f"{e90} (no floor: all live), blocks, all threads": (lambda: ensemble_90(0.0), "block",
+                                                             ALL),
+        f"{e90} (the paper's floor 1e-16), per sample": (lambda: ensemble_90(1e-16), "sample",
+                                                         ALL),
+        f"{e90} (default floor 1e-100), per sample": (lambda: ensemble_90(1e-100), "sample",
+                                                      ALL),
     }
-
-
-def drop_in(data, n_warmup=1000):
-    """``EDOEBE()`` as a user gets it (90 members, F ~ 100), warmed up on the first
-    ``n_warmup`` samples by ``from_batch``; only the streaming part is timed."""
-    X = np.array([[x[k] for k in sorted(x)] for x, _ in data[:n_warmup]])
-    y = np.array([t for _, t in data[:n_warmup]])
-    names = sorted(data[0][0])
-    start = time.perf_counter()
-    model = EDOEBE.from_batch(X, y, feature_names=names, seed=0)
-    fit_seconds = time.perf_counter() - start
-    return model, fit_seconds
-
-
-def time_warmup(repeats: int) -> dict:
-    """Wall time of the default ``EDOEBE()`` warm-up on 1,000 samples of 21 inputs (Friedman #1
-    with 16 irrelevant inputs), best of ``repeats``: the budget of issue 3 is 30 s."""
-    X, y = Friedman1(n_samples=1000, n_features=21, seed=0).arrays()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        model = EDOEBE.from_batch(X, y, seed=0)
-        times.append(time.perf_counter() - start)
-    return {"samples": 1000, "inputs": 21, "members": len(model.members),
-            "seconds_best": min(times), "seconds_all": times}
 
 
 def state_bytes(model) -> int:
     return len(pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-def run_one(make, data, repeats):
+def stream(model, data, path: str) -> float:
+    """Predict then learn every sample of ``data``: the MAE of the predictions."""
+    if path == "sample":
+        return evaluate.progressive_val_score(data, model, metrics.MAE()).get()
+    mae = metrics.MAE()
+    for i in range(0, len(data), BLOCK):
+        rows = data[i:i + BLOCK]
+        ys = [y for _, y in rows]
+        for y, p in zip(ys, model.predict_learn_many([x for x, _ in rows], ys), strict=True):
+            mae.update(y, p)
+    return mae.get()
+
+
+def run_one(make, data, repeats, path):
     """Best of ``repeats`` full runs; the state is weighed at half time and at the end."""
     best = np.inf
     half = len(data) // 2
     for _ in range(repeats):
         model = make()
         start = time.perf_counter()
-        evaluate.progressive_val_score(data[:half], model, metrics.MAE())
+        stream(model, data[:half], path)
         paused = time.perf_counter()
         mid_mem = state_bytes(model)
         resumed = time.perf_counter()
-        metric = evaluate.progressive_val_score(data[half:], model, metrics.MAE())
+        mae = stream(model, data[half:], path)
         elapsed = time.perf_counter() - resumed + (paused - start)
         end_mem = state_bytes(model)
         best = min(best, elapsed)
     return {
         "seconds": best,
         "samples_per_second": len(data) / best,
-        "mae_second_half": metric.get(),
+        "mae_second_half": mae,
         "state_bytes_half": mid_mem,
         "state_bytes_end": end_mem,
     }
+
+
+def drop_in(data, path: str, n_warmup: int = 1000) -> dict:
+    """``EDOEBE()`` as a user gets it, on the whole stream: its warm-up (the first ``n_warmup``
+    samples, with the fit) and the rest, timed apart."""
+    model = EDOEBE(seed=0)
+    start = time.perf_counter()
+    stream(model, data[:n_warmup], path)
+    warm = time.perf_counter()
+    mae = stream(model, data[n_warmup:], path)
+    end = time.perf_counter()
+    return {
+        "seconds": end - warm,
+        "samples_per_second": (len(data) - n_warmup) / (end - warm),
+        "mae_second_half": mae,
+        "warmup_seconds": warm - start,
+        "members": len(model.members),
+        "live_members_at_end": int((model.weights > 0).sum()),
+        "state_bytes_half": state_bytes(model),
+        "state_bytes_end": state_bytes(model),
+    }
+
+
+def time_warmups(repeats: int) -> dict:
+    """Wall time of the default ``EDOEBE()`` warm-up on 1,000 samples of 21 inputs (Friedman #1
+    with 16 irrelevant inputs), on one thread and on all of them, the runs interleaved (the
+    machine's speed drifts), best of ``repeats`` each."""
+    X, y = Friedman1(n_samples=1000, n_features=21, seed=0).arrays()
+    out = {}
+    for _ in range(repeats):
+        for kind, n_threads in (("serial", 1), ("parallel", ALL)):
+            with river_doebe.num_threads(n_threads):
+                start = time.perf_counter()
+                model = EDOEBE.from_batch(X, y, seed=0)
+                seconds = time.perf_counter() - start
+            entry = out.setdefault(kind, {"samples": 1000, "inputs": 21,
+                                          "threads": river_doebe_threads(n_threads),
+                                          "members": len(model.members), "seconds_all": []})
+            entry["seconds_all"].append(seconds)
+    for entry in out.values():
+        entry["seconds_best"] = min(entry["seconds_all"])
+    return out
+
+
+def river_doebe_threads(n_threads) -> int:
+    with river_doebe.num_threads(n_threads):
+        return river_doebe.get_num_threads()
+
+
+def threshold(data, sizes=(1, 2, 4, 8, 16, 32, 64), features=(25, 50, 100),
+              repeats=3) -> list[dict]:
+    """Per-sample rates of ``DOEBE`` stacks of ``M`` dynamic members of ``F`` features on one
+    thread and on all threads with the parallel sweep forced (``PARALLEL_MIN_WORK`` and
+    ``PARALLEL_MIN_MEMBERS`` at 0), the two runs interleaved, best of ``repeats`` each: where the
+    ratio passes 1 is where the parallel sweep pays."""
+    rows = []
+    saved = threads.PARALLEL_MIN_WORK, threads.PARALLEL_MIN_MEMBERS
+    settings = {"one": (1, saved), "all": (ALL, (0, 0))}
+    try:
+        for F in features:
+            for M in sizes:
+                def make(F=F, M=M):
+                    return DOEBE([DOBE(RandomFourierFeatures(F // 2, lengthscale=0.5 + 0.1 * k,
+                                                             seed=k), var_eps=0.1, var_rw=1e-4)
+                                  for k in range(M)], weight_floor=0.0)
+
+                best = {"one": np.inf, "all": np.inf}
+                for rep in range(repeats + 1):  # the first round compiles and is not counted
+                    for label, (n_threads, floors) in settings.items():
+                        threads.PARALLEL_MIN_WORK, threads.PARALLEL_MIN_MEMBERS = floors
+                        with river_doebe.num_threads(n_threads):
+                            model = make()
+                            start = time.perf_counter()
+                            evaluate.progressive_val_score(data if rep else data[:50], model,
+                                                           metrics.MAE())
+                            if rep:
+                                best[label] = min(best[label], time.perf_counter() - start)
+                rates = {label: len(data) / seconds for label, seconds in best.items()}
+                rows.append({"members": M, "features": F, "work": M * F * F,
+                             "one_thread_per_s": rates["one"], "all_threads_per_s": rates["all"],
+                             "ratio": rates["all"] / rates["one"]})
+                print(f"  threshold M={M:>3} F={F:>3} work={M * F * F:>7}: "
+                      f"{rates['one']:>8.0f} -> {rates['all']:>8.0f}/s "
+                      f"({rates['all'] / rates['one']:.2f}x)", flush=True)
+    finally:
+        threads.PARALLEL_MIN_WORK, threads.PARALLEL_MIN_MEMBERS = saved
+    return rows
 
 
 def main(argv=None):
@@ -124,37 +229,57 @@ def main(argv=None):
     parser.add_argument("--n", type=int, default=20_000, help="stream length")
     parser.add_argument("--repeats", type=int, default=3, help="best of this many runs")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "throughput.json")
+    parser.add_argument("--no-threshold", action="store_true",
+                        help="skip the parallel-threshold rows")
     args = parser.parse_args(argv)
 
     data = list(Friedman1(n_samples=args.n, seed=0))
     warm = data[:300]
     results = {}
-    for name, make in candidates().items():
-        evaluate.progressive_val_score(warm, make(), metrics.MAE())  # compile, fill caches
-        results[name] = run_one(make, data, args.repeats)
-
-    model, fit_seconds = drop_in(data)
-    rest = data[1000:]
-    evaluate.progressive_val_score(rest[:200], pickle.loads(pickle.dumps(model)), metrics.MAE())
-    start = time.perf_counter()
-    metric = evaluate.progressive_val_score(rest, model, metrics.MAE())
-    elapsed = time.perf_counter() - start
-    results["EDOEBE() drop-in, streaming after from_batch on 1,000"] = {
-        "seconds": elapsed,
-        "samples_per_second": len(rest) / elapsed,
-        "mae_second_half": metric.get(),
-        "warmup_fit_seconds": fit_seconds,
-        "members": len(model.members),
-        "live_members_at_end": int((model.weights > 0).sum()),
-        "state_bytes_half": state_bytes(model),
-        "state_bytes_end": state_bytes(model),
-    }
-
-    warmup = time_warmup(args.repeats)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # warm-up diagnostics
+        models = candidates()
+        for make, path, n_threads in models.values():
+            with river_doebe.num_threads(n_threads):
+                stream(make(), warm, path)  # compile, fill caches
+        # the repeats go round the models (the machine's speed drifts): best of each
+        for _ in range(args.repeats):
+            for name, (make, path, n_threads) in models.items():
+                with river_doebe.num_threads(n_threads):
+                    row = run_one(make, data, 1, path)
+                    row["path"], row["threads"] = path, river_doebe.get_num_threads()
+                if name not in results or row["seconds"] < results[name]["seconds"]:
+                    results[name] = row
+        for name, row in results.items():
+            print(f"  {name}: {row['samples_per_second']:.0f}/s", flush=True)
+        for path in ("sample", "block"):
+            name = f"EDOEBE() on {args.n:,}, {'per sample' if path == 'sample' else 'blocks'}"
+            results[name] = drop_in(data, path)
+            results[name]["path"] = path
+            results[name]["threads"] = river_doebe.get_num_threads()
+        warmup = time_warmups(args.repeats)
+        warmup["ratio_parallel_to_serial"] = (warmup["parallel"]["seconds_best"]
+                                              / warmup["serial"]["seconds_best"])
+        crossover = [] if args.no_threshold else threshold(data[:6000])
 
     ref = results["river BayesianLinearRegression"]["samples_per_second"]
     for r in results.values():
         r["speed_ratio_vs_river_blr"] = r["samples_per_second"] / ref
+    e90 = "E-DOEBE, 90 members x 100 features (no floor: all live)"
+    one = results[f"{e90}, per sample, 1 thread"]["samples_per_second"]
+    ratios = {
+        "90 members per sample, all threads / 1 thread":
+            results[f"{e90}, per sample, all threads"]["samples_per_second"] / one,
+        "90 members in blocks, all threads / per sample 1 thread":
+            results[f"{e90}, blocks, all threads"]["samples_per_second"] / one,
+        "90 members in blocks, 1 thread / per sample 1 thread":
+            results[f"{e90}, blocks, 1 thread"]["samples_per_second"] / one,
+        "DOBE / river BLR": results["DOBE, 100 RFF features"]["speed_ratio_vs_river_blr"],
+        "EDOEBE() blocks / per sample (after the warm-up)":
+            results[f"EDOEBE() on {args.n:,}, blocks"]["samples_per_second"]
+            / results[f"EDOEBE() on {args.n:,}, per sample"]["samples_per_second"],
+        "warm-up parallel / serial": warmup["ratio_parallel_to_serial"],
+    }
 
     width = max(map(len, results))
     print(f"{'model':<{width}}  {'samples/s':>10}  {'ratio':>6}  {'MAE':>6}  state KiB half->end")
@@ -164,21 +289,44 @@ def main(argv=None):
             f"{r['speed_ratio_vs_river_blr']:>6.2f}  {r['mae_second_half']:>6.3f}  "
             f"{r['state_bytes_half'] / 1024:.0f} -> {r['state_bytes_end'] / 1024:.0f}"
         )
-    print(
-        f"EDOEBE() warm-up on {warmup['samples']} x {warmup['inputs']}: "
-        f"{warmup['seconds_best']:.1f} s ({warmup['members']} members)"
-    )
+    for kind in ("serial", "parallel"):
+        w = warmup[kind]
+        print(f"EDOEBE() warm-up on {w['samples']} x {w['inputs']}, {kind} ({w['threads']} "
+              f"thread(s)): {w['seconds_best']:.1f} s ({w['members']} members)")
+    for name, value in ratios.items():
+        print(f"{name}: {value:.2f}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "stream": f"Friedman #1, {args.n} samples, 10 features",
-        "machine": {"python": platform.python_version(), "processor": platform.processor()},
+        "machine": {
+            "python": platform.python_version(),
+            "processor": platform.processor(),
+            "cores": os.cpu_count(),
+            "cores_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+            else os.cpu_count(),
+            "numba_threads": numba.config.NUMBA_NUM_THREADS,
+            "numba_threading_layer": _threading_layer(),
+        },
+        "threads_all": river_doebe_threads(ALL),
+        "parallel_min_work": threads.PARALLEL_MIN_WORK,
+        "parallel_min_members": threads.PARALLEL_MIN_MEMBERS,
+        "block_rows": BLOCK,
         "repeats": args.repeats,
         "results": results,
+        "ratios": ratios,
         "warmup": warmup,
+        "threshold": crossover,
     }
     args.out.write_text(json.dumps(payload, indent=2))
     print(f"wrote {args.out}")
     return payload
+
+
+def _threading_layer() -> str:
+    try:
+        return numba.threading_layer()
+    except ValueError:  # no parallel kernel has run
+        return "not started"
 
 
 if __name__ == "__main__":

@@ -162,27 +162,53 @@ def test_throughput_writes_every_model_with_its_rate_and_ratio(tmp_path):
     n, repeats = 1400, 1
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        payload = throughput.main(["--n", str(n), "--repeats", str(repeats), "--out", str(out)])
+        payload = throughput.main(["--n", str(n), "--repeats", str(repeats), "--out", str(out),
+                                   "--no-threshold"])
     assert json.loads(out.read_text()) == json.loads(json.dumps(payload))
     results = payload["results"]
-    drop_in = "EDOEBE() drop-in, streaming after from_batch on 1,000"
-    assert list(results) == [*throughput.candidates(), drop_in]
+    drop_in = [f"EDOEBE() on {n:,}, per sample", f"EDOEBE() on {n:,}, blocks"]
+    assert list(results) == [*throughput.candidates(), *drop_in]
     fields = {"seconds", "samples_per_second", "mae_second_half", "state_bytes_half",
-              "state_bytes_end", "speed_ratio_vs_river_blr"}
+              "state_bytes_end", "speed_ratio_vs_river_blr", "path", "threads"}
     reference = results["river BayesianLinearRegression"]["samples_per_second"]
     for name, row in results.items():
         assert set(row) >= fields, name
-        streamed = n - 1000 if name == drop_in else n
+        streamed = n - 1000 if name in drop_in else n
         assert row["samples_per_second"] == pytest.approx(streamed / row["seconds"])
         assert row["speed_ratio_vs_river_blr"] == pytest.approx(
             row["samples_per_second"] / reference
         )
         assert row["state_bytes_end"] > 0 and math.isfinite(row["mae_second_half"])
-    assert results[drop_in]["members"] >= results[drop_in]["live_members_at_end"] > 0
+        assert row["threads"] >= 1 and row["path"] in ("sample", "block")
+    # the block path makes the per-sample predictions: the same errors, for any thread count
+    e90 = "E-DOEBE, 90 members x 100 features (no floor: all live)"
+    pairs = [tuple(drop_in), (f"{e90}, per sample, 1 thread", f"{e90}, blocks, all threads"),
+             (f"{e90}, per sample, 1 thread", f"{e90}, per sample, all threads")]
+    for a, b in pairs:
+        assert results[a]["mae_second_half"] == results[b]["mae_second_half"]
+    for name in drop_in:
+        assert results[name]["members"] >= results[name]["live_members_at_end"] > 0
     warmup = payload["warmup"]
-    assert (warmup["samples"], warmup["inputs"]) == (1000, 21) and warmup["members"] > 0
-    assert len(warmup["seconds_all"]) == repeats
-    assert warmup["seconds_best"] == min(warmup["seconds_all"]) > 0
+    for kind in ("serial", "parallel"):
+        assert (warmup[kind]["samples"], warmup[kind]["inputs"]) == (1000, 21)
+        assert warmup[kind]["members"] == warmup["serial"]["members"] > 0
+        assert len(warmup[kind]["seconds_all"]) == repeats
+        assert warmup[kind]["seconds_best"] == min(warmup[kind]["seconds_all"]) > 0
+    assert warmup["serial"]["threads"] == 1
+    machine = payload["machine"]
+    assert machine["cores"] >= 1 and machine["numba_threads"] >= 1
+    assert payload["ratios"] and all(v > 0 for v in payload["ratios"].values())
+
+
+@pytest.mark.slow
+def test_throughput_threshold_rows():
+    throughput = _load("throughput")
+    data = list(throughput.Friedman1(n_samples=300, seed=0))
+    rows = throughput.threshold(data, sizes=(1, 3), features=(10,))
+    assert [(r["members"], r["features"], r["work"]) for r in rows] == [(1, 10, 100),
+                                                                       (3, 10, 300)]
+    for r in rows:
+        assert r["ratio"] == pytest.approx(r["all_threads_per_s"] / r["one_thread_per_s"])
 
 
 @pytest.mark.slow
