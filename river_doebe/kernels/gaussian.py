@@ -15,7 +15,12 @@ import numba
 import numpy as np
 
 from river_doebe.kernels.jit import stack_kernel
-from river_doebe.kernels.stack import predict_member, record_update, step_is_finite
+from river_doebe.kernels.stack import (
+    owe_block_row,
+    predict_member,
+    record_update,
+    step_is_finite,
+)
 
 __all__ = ["LOG_2PI", "gaussian_block", "gaussian_block_parallel", "gaussian_update"]
 
@@ -83,10 +88,7 @@ def _block_member(m, Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps,
             return t
         loglik_out[t, m] = _learn(f, static[m], mu[m], V[m], mean[m], var[m], var_eps[m], Y[t],
                                   pc, pg, m)
-        for i in range(f):  # the owed factor, kept as the per-sample engine keeps it
-            pvec[m, i] = V[m, i]
-        pend[m] = True
-        n_filtered[m] += 1
+        owe_block_row(m, f, V, pvec, pend, n_filtered)
     return -1
 
 

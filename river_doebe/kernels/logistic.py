@@ -42,7 +42,12 @@ import numba
 import numpy as np
 
 from river_doebe.kernels.jit import stack_kernel
-from river_doebe.kernels.stack import predict_member, record_update, step_is_finite
+from river_doebe.kernels.stack import (
+    owe_block_row,
+    predict_member,
+    record_update,
+    step_is_finite,
+)
 from river_doebe.kernels.weights import sigmoid
 
 __all__ = [
@@ -192,10 +197,7 @@ def _block_row(m, Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps, fi
             return t
         loglik_out[t, m] = _learn(f, static[m], mu[m], V[m], var[m], logit, step, lam, Y[t], pc,
                                   pg, m)
-        for i in range(f):  # the owed factor, kept as the per-sample engine keeps it
-            pvec[m, i] = V[m, i]
-        pend[m] = True
-        n_filtered[m] += 1
+        owe_block_row(m, f, V, pvec, pend, n_filtered)
     return -1
 
 

@@ -58,6 +58,7 @@ from river_doebe.kernels.jit import stack_kernel
 
 __all__ = [
     "flush_stack",
+    "owe_block_row",
     "predict_member",
     "predict_stack",
     "predict_stack_parallel",
@@ -273,6 +274,16 @@ def record_update(f, is_static, mu, v, g, c, alpha0, pc, pg, m):
         r = math.sqrt(c)
         for i in range(f):
             v[i] *= r
+
+
+@numba.njit(cache=True, inline="always")
+def owe_block_row(m, f, V, pvec, pend, n_filtered):
+    """After a block row: member ``m`` owes the update it recorded in ``V[m]``, kept in ``pvec``
+    as the per-sample engine keeps it (where it swaps the two buffers)."""
+    for i in range(f):
+        pvec[m, i] = V[m, i]
+    pend[m] = True
+    n_filtered[m] += 1
 
 
 @numba.njit(cache=True)
