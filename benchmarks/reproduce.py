@@ -5,13 +5,15 @@ Experiments (``--experiments``, default: all):
 
 - ``exp1``      Sec. 5.1: static (OE-X) and dynamic (DOE-X) ensembles of one basis family each:
                 additive HSGP, RFF, Poly (additive degrees 2, 3 and 4 in one ensemble), Linear
-                and RBF, on the paper's seven streams.
+                and RBF, on the paper's seven streams, and this package's additive P-splines
+                (BSpline), which the paper left out.
 - ``exp2``      Sec. 5.2: a two-member ensemble of additive HSGPs, one dynamic and one static,
                 run as a DOEBE (Bayesian model averaging) and as an E-DOEBE (switching twins,
                 delta = 0.01), on ``StaticThenDrift`` (static until the weights collapse onto
                 the static member, then drifting) and on Kuka #1 and SARCOS when their files
                 exist. Plots the dynamic member's weight over time.
-- ``exp3``      Sec. 5.3: E-DOEBE on the HSGP, RFF and RBF members against those families alone.
+- ``exp3``      Sec. 5.3: E-DOEBE on the HSGP, RFF and RBF members against those families alone,
+                and an E-DOEBE with the P-splines' members as well ("E-DOEBE + BSpline").
 - ``sampling``  App. C: DOE-HSGP and DOE-RFF with the empirical-Bayes modes only ("MLE",
                 ``n_samples = 1``) against the modes plus Laplace draws ("Sample"), on
                 Elevators, SARCOS and CaData; one-sided Wilcoxon signed-rank tests when there are
@@ -46,6 +48,12 @@ against samples seen, mean and +-1 std over trials) and ``exp2_<stream>_weights.
     python benchmarks/reproduce.py --quick                     # a few minutes
     python benchmarks/reproduce.py --experiments exp1 exp3 --trials 10
     python benchmarks/reproduce.py --streams friedman1 elevators --trials 3
+    python benchmarks/reproduce.py --experiments exp1 exp3 --trials 3 --methods DOE-BSpline \
+        OE-BSpline "E-DOEBE + BSpline" --merge   # add rows to the results already there
+
+``--methods`` runs only the methods of those labels; ``--merge`` adds what a run measured to the
+``<experiment>.json`` already in ``--out`` (its other methods, streams and experiments are kept)
+and rewrites ``results.md`` from every experiment file there.
 
 ``--quick`` shortens everything (streams cut to 3,000 samples, StaticThenDrift 6,000, warm-up 500
 (UCI: 100), one start, two members per mode, one trial); it checks that the pipeline works and
@@ -62,7 +70,7 @@ import sys
 import time
 import warnings
 import zlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -124,6 +132,7 @@ class Config:
     maxiter: int = 200
     quick: bool = False
     exp2_samples: int = 10000
+    methods: tuple = ()  # labels to run (empty: every method of each experiment)
 
     @classmethod
     def from_args(cls, args) -> Config:
@@ -138,6 +147,7 @@ class Config:
         if args.starts is not None:
             cfg.starts = tuple(args.starts)
         cfg.replay = bool(args.replay)
+        cfg.methods = tuple(args.methods or ())
         return cfg
 
 
@@ -360,13 +370,16 @@ def _tag(key):
 def methods_for(experiment: str) -> list[Method]:
     if experiment == "exp1":
         out = []
-        for fam in ("hsgp", "rff", "poly", "linear", "rbf"):
+        for fam in ("hsgp", "rff", "poly", "linear", "rbf", "bspline"):
             out += [Method(f"DOE-{_tag(fam)}", (fam,), "doe"),
                     Method(f"OE-{_tag(fam)}", (fam,), "oe")]
         return out
     if experiment == "exp3":
         out = [Method("E-DOEBE", DEFAULT_FAMILIES, "edoebe", 0.01)]
-        for fam in DEFAULT_FAMILIES:
+        splines = (*DEFAULT_FAMILIES, "bspline") if "bspline" not in DEFAULT_FAMILIES else None
+        if splines:  # does the E-DOEBE gain from the P-splines' members?
+            out.append(Method("E-DOEBE + BSpline", splines, "edoebe", 0.01))
+        for fam in (*DEFAULT_FAMILIES, *(("bspline",) if splines else ())):
             out += [Method(f"DOE-{_tag(fam)}", (fam,), "doe"),
                     Method(f"OE-{_tag(fam)}", (fam,), "oe")]
         return out
@@ -481,6 +494,8 @@ class Runner:
         cfg = self.cfg
         warmup = cfg.uci_warmup if experiment == "uci" else cfg.n_warmup
         methods = methods_for(experiment)
+        if cfg.methods:
+            methods = [m for m in methods if m.label in cfg.methods]
         trials = 1 if experiment == "exp2" else cfg.trials  # Exp. 2 is deterministic
         doc = {"title": TITLES[experiment], "n_warmup": warmup, "trials": trials,
                "methods": [m.label for m in methods], "streams": {}, "skipped": {}}
@@ -577,7 +592,7 @@ def _cell(mean, std, n_trials, bold=False):
     return f"**{text}**" if bold else text
 
 
-def markdown(docs: dict, cfg: Config, elapsed: float) -> str:
+def markdown(docs: dict, cfg: Config, elapsed: float, merged: bool = False) -> str:
     length = f"at most {cfg.max_samples} samples per stream" if cfg.max_samples else "full streams"
     lines = [
         "# Reproduction of Waxman & Djuric (TMLR 2024) with river-doebe",
@@ -593,7 +608,8 @@ def markdown(docs: dict, cfg: Config, elapsed: float) -> str:
         "for the ensembles of Exp. 3 also under their own predictive, the mixture of the members' "
         "Gaussians (`PredictiveLogLikelihood()`). Cells: mean ± std over "
         "trials (the mean alone for one trial); best per stream in bold.",
-        f"Total time: {elapsed / 60:.1f} min.",
+        (f"Time of the last run, whose rows were merged into the earlier ones: "
+         f"{elapsed / 60:.1f} min." if merged else f"Total time: {elapsed / 60:.1f} min."),
         "",
     ]
     for experiment, doc in docs.items():
@@ -713,7 +729,50 @@ def plot_weights(plt, path: Path, stream: str, entry: dict) -> None:
     plt.close(fig)
 
 
-def write_outputs(out: Path, docs: dict, cfg: Config, elapsed: float) -> list[Path]:
+def merge_into(out: Path, docs: dict, cfg: Config) -> tuple[dict, Config]:
+    """Every experiment file in ``out`` with this run's methods added (a method measured again
+    replaces its old entry), and the settings they share.
+
+    The runs merged must share the protocol (warm-up, members, starts, trials, stream length,
+    seed, replay): their rows are then comparable, and the run's ``results.md`` header holds for
+    every table. ``methods`` is the union.
+    """
+    same = ("n_warmup", "uci_warmup", "n_samples", "starts", "trials", "max_samples", "seed",
+            "replay", "maxiter", "quick")
+    merged: dict = {}
+    for experiment in EXPERIMENTS:
+        path = out / f"{experiment}.json"
+        old = json.loads(path.read_text()) if path.exists() else None
+        new = docs.get(experiment)
+        if old is None:
+            if new is not None:
+                merged[experiment] = new
+            continue
+        old_cfg = old.pop("config")
+        old.pop("experiment", None)
+        clash = [k for k in same if json_safe(old_cfg.get(k)) != json_safe(getattr(cfg, k))]
+        if clash:
+            raise SystemExit(f"--merge: {path} was run with other settings ({', '.join(clash)}); "
+                             "rerun with the same ones or write to another --out")
+        if new is not None:
+            order = [m.label for m in methods_for(experiment)]
+            labels = set(old["methods"]) | set(new["methods"])
+            old["methods"] = [m for m in order if m in labels] + sorted(labels - set(order))
+            for stream, entry in new["streams"].items():
+                if stream in old["streams"]:
+                    old["streams"][stream]["methods"].update(entry["methods"])
+                else:
+                    old["streams"][stream] = entry
+            for stream, why in new["skipped"].items():
+                if stream not in old["streams"]:
+                    old["skipped"][stream] = why
+        merged[experiment] = old
+    cfg = replace(cfg, methods=())
+    return merged, cfg
+
+
+def write_outputs(out: Path, docs: dict, cfg: Config, elapsed: float,
+                  merged: bool = False) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for experiment, doc in docs.items():
@@ -722,7 +781,7 @@ def write_outputs(out: Path, docs: dict, cfg: Config, elapsed: float) -> list[Pa
         path.write_text(json.dumps(json_safe(payload), indent=1) + "\n")
         written.append(path)
     md = out / "results.md"
-    md.write_text(markdown(docs, cfg, elapsed))
+    md.write_text(markdown(docs, cfg, elapsed, merged))
     written.append(md)
     plt = _pyplot()
     if plt is None:
@@ -779,6 +838,12 @@ def parse_args(argv=None):
     p.add_argument("--max-samples", type=_positive_int, default=None,
                    help="truncate every stream (default: full; 3000 with --quick)")
     p.add_argument("--seed", type=int, default=None, help="base seed (default 0)")
+    p.add_argument("--methods", nargs="+", default=None, metavar="LABEL",
+                   help="run only the methods of these labels (e.g. DOE-BSpline)")
+    p.add_argument("--merge", action="store_true",
+                   help="add the results to the experiment files already in --out (keeping "
+                   "their other methods, streams and experiments) and rewrite results.md "
+                   "from all of them")
     p.add_argument("--no-replay", dest="replay", action="store_false",
                    help="start the members from their prior after the fit (the paper's code) "
                    "instead of filtering the warm-up window through them first")
@@ -804,7 +869,9 @@ def main(argv=None) -> int:
         runner.log(f"=== {TITLES[experiment]}")
         docs[experiment] = runner.run_experiment(experiment, names)
     elapsed = time.perf_counter() - runner.t0
-    written = write_outputs(args.out, docs, cfg, elapsed)
+    if args.merge:
+        docs, cfg = merge_into(args.out, docs, cfg)
+    written = write_outputs(args.out, docs, cfg, elapsed, merged=args.merge)
     print((args.out / "results.md").read_text())
     print("wrote:", *[str(p) for p in written], sep="\n  ")
     return 0

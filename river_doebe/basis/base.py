@@ -73,6 +73,8 @@ class Basis(base.Transformer, abc.ABC):
       ``hyper_bounds()``, ``hyper_names()``, ``hyper_vjp(Z, G)`` (none);
     - :attr:`laplace_ok` (``True``) and :attr:`start_floor` (``0``), read by the empirical-Bayes
       fit;
+    - :meth:`hyper_start` (the empirical-Bayes starts of hyperparameters other than length
+      scales: none);
     - ``_observe(z)`` and :attr:`wants_observations` (a basis that changes with the samples a
       learner learns from: none);
     - :attr:`can_grow` and ``_grow(n_inputs)`` (a basis that can take new inputs exactly: no).
@@ -225,6 +227,12 @@ class Basis(base.Transformer, abc.ABC):
     def hyper_vjp(self, Z, G) -> np.ndarray:
         """``sum_{n,f} G[n, f] * d Phi[n, f] / d psi``, the chain-rule step of the evidence."""
         return np.zeros(0)
+
+    def hyper_start(self, Z, scale) -> np.ndarray | None:
+        """The ``psi`` that the empirical-Bayes start ``scale`` begins from on the warm-up batch
+        ``Z``, for a family whose hyperparameters are not length scales; ``None`` (the default):
+        the current ``psi`` with every log length scale at ``log(scale * range(Z[:, d]))``."""
+        return None
 
     # ------------------------------------------------------------------ river face
     def learn_one(self, x: dict) -> None:
