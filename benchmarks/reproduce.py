@@ -633,7 +633,10 @@ def markdown(docs: dict, cfg: Config, elapsed: float, merged: bool = False) -> s
             for mlabel in doc["methods"]:
                 cells = []
                 for s in streams:
-                    e = doc["streams"][s]["methods"][mlabel]
+                    e = doc["streams"][s]["methods"].get(mlabel)
+                    if e is None:  # a merged method not run on this stream
+                        cells.append("-")
+                        continue
                     mean, std = e[f"{metric}_mean"], e[f"{metric}_std"]
                     n_ok = sum("error" not in t for t in e["trials"])
                     cells.append(_cell(mean, std, n_ok, mean is not None and mean == best[s]))
@@ -772,10 +775,14 @@ def merge_into(out: Path, docs: dict, cfg: Config) -> tuple[dict, Config]:
 
 
 def write_outputs(out: Path, docs: dict, cfg: Config, elapsed: float,
-                  merged: bool = False) -> list[Path]:
+                  merged: bool = False, touched=None) -> list[Path]:
+    """The experiment files, ``results.md`` and the plots; after a merge (``touched``: the
+    experiments this run measured), the other experiments' files are left as they are."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for experiment, doc in docs.items():
+        if touched is not None and experiment not in touched:
+            continue
         path = out / f"{experiment}.json"
         payload = {"experiment": experiment, "config": asdict(cfg), **doc}
         path.write_text(json.dumps(json_safe(payload), indent=1) + "\n")
@@ -783,6 +790,8 @@ def write_outputs(out: Path, docs: dict, cfg: Config, elapsed: float,
     md = out / "results.md"
     md.write_text(markdown(docs, cfg, elapsed, merged))
     written.append(md)
+    if touched is not None:
+        docs = {k: v for k, v in docs.items() if k in touched}
     plt = _pyplot()
     if plt is None:
         print("matplotlib is not installed: no plots (pip install matplotlib)", file=sys.stderr)
@@ -869,9 +878,10 @@ def main(argv=None) -> int:
         runner.log(f"=== {TITLES[experiment]}")
         docs[experiment] = runner.run_experiment(experiment, names)
     elapsed = time.perf_counter() - runner.t0
+    touched = set(docs) if args.merge else None
     if args.merge:
         docs, cfg = merge_into(args.out, docs, cfg)
-    written = write_outputs(args.out, docs, cfg, elapsed, merged=args.merge)
+    written = write_outputs(args.out, docs, cfg, elapsed, merged=args.merge, touched=touched)
     print((args.out / "results.md").read_text())
     print("wrote:", *[str(p) for p in written], sep="\n  ")
     return 0
