@@ -10,11 +10,11 @@ import numpy as np
 from scipy import interpolate
 
 from river_doebe.basis.base import (
-    Basis,
     _check_lengthscale,
     _check_positive_int,
-    _lengthscale_param,
+    _cotangent,
     _lengthscale_vector,
+    _PositiveHyperBasis,
 )
 from river_doebe.kernels.jit import stack_kernel
 
@@ -105,7 +105,7 @@ def _check_boundary(value):
     return arr
 
 
-class BSpline(Basis):
+class BSpline(_PositiveHyperBasis):
     """Additive Bayesian P-splines: B-splines of each input on equally spaced knots, with the
     difference prior of Eilers & Marx turned into the learner's isotropic prior.
 
@@ -345,46 +345,31 @@ class BSpline(Basis):
         return [f"bspline_{name}_{j}" for name in self._input_names() for j in range(self._n)]
 
     # ------------------------------------------------------------------ hyperparameters
+    _hyper_name = "log_smoothness"
+    _hyper_bound = _LOG_SMOOTHNESS_BOUNDS
+
     @property
-    def _ard(self):
-        return self._lam.ndim == 1
+    def _hyper_value(self):
+        return self._lam
 
-    def get_hyper(self):
-        self._require_initialized("get_hyper")
-        return np.log(self._lam_vec) if self._ard else np.log(self._lam).reshape(1)
+    @property
+    def _hyper_per_input(self):
+        return self._lam_vec
 
-    def with_hyper(self, psi):
-        D = self._require_initialized("with_hyper")
-        psi = np.asarray(psi, dtype=np.float64).ravel()
-        n_psi = D if self._ard else 1
-        if psi.shape[0] != n_psi:
-            raise ValueError(f"expected {n_psi} hyperparameters, got {psi.shape[0]}")
-        new = type(self)(
+    def _rebuilt(self, value):
+        return type(self)(
             n_features=self.n_features,
-            smoothness=_lengthscale_param(psi, self._ard),
+            smoothness=value,
             degree=self.degree,
             penalty_order=self.penalty_order,
             ridge=self.ridge,
             boundary_factor=self.boundary_factor,
             boundary=tuple(tuple(float(v) for v in row) for row in self.boundary_),
         )
-        return self._copy_face(new)
-
-    def hyper_bounds(self):
-        D = self._require_initialized("hyper_bounds")
-        return [_LOG_SMOOTHNESS_BOUNDS] * (D if self._ard else 1)
-
-    def hyper_names(self):
-        self._require_initialized("hyper_names")
-        if self._ard:
-            return [f"log_smoothness_{n}" for n in self._input_names()]
-        return ["log_smoothness"]
 
     def hyper_vjp(self, Z, G):
         Z = self._as_batch(Z)
-        G = np.asarray(G, dtype=np.float64)
-        if G.shape != (Z.shape[0], self.n_outputs):
-            raise ValueError(f"G must have shape {(Z.shape[0], self.n_outputs)}, got {G.shape}")
+        G = _cotangent(G, Z.shape[0], self.n_outputs)
         n = self._n
         # Phi_d = B_d W_d, and with r = lambda_d s / ridge, d W_d / d log lambda_d =
         # V diag(-r / 2 (r + 1)^-3/2) V', so the step is <B_d' G_d, dW_d> (Frobenius)
