@@ -7,7 +7,6 @@ import numbers
 
 import numba
 import numpy as np
-from scipy import interpolate
 
 from river_doebe.basis.base import (
     _check_lengthscale,
@@ -327,6 +326,10 @@ class BSpline(_PositiveHyperBasis):
     def design_matrix(self, Z) -> list:
         """The B-splines of each input (before whitening), clamped to the boundary: for each
         ``d`` a sparse ``(n_samples, n)`` matrix (``scipy.interpolate.BSpline.design_matrix``)."""
+        # SciPy's interpolate loads its optimisers: imported here, off the streaming path (the
+        # stream featurises through the kernel)
+        from scipy import interpolate
+
         Z = self._as_batch(Z)
         p = int(self.degree)
         out = []
