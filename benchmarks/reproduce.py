@@ -5,13 +5,15 @@ Experiments (``--experiments``, default: all):
 
 - ``exp1``      Sec. 5.1: static (OE-X) and dynamic (DOE-X) ensembles of one basis family each:
                 additive HSGP, RFF, Poly (additive degrees 2, 3 and 4 in one ensemble), Linear
-                and RBF, on the paper's seven streams.
+                and RBF, on the paper's seven streams, and this package's additive P-splines
+                (BSpline), which the paper left out.
 - ``exp2``      Sec. 5.2: a two-member ensemble of additive HSGPs, one dynamic and one static,
                 run as a DOEBE (Bayesian model averaging) and as an E-DOEBE (switching twins,
                 delta = 0.01), on ``StaticThenDrift`` (static until the weights collapse onto
                 the static member, then drifting) and on Kuka #1 and SARCOS when their files
                 exist. Plots the dynamic member's weight over time.
-- ``exp3``      Sec. 5.3: E-DOEBE on the HSGP, RFF and RBF members against those families alone.
+- ``exp3``      Sec. 5.3: E-DOEBE on the HSGP, RFF and RBF members against those families alone,
+                and an E-DOEBE with the P-splines' members as well ("E-DOEBE + BSpline").
 - ``sampling``  App. C: DOE-HSGP and DOE-RFF with the empirical-Bayes modes only ("MLE",
                 ``n_samples = 1``) against the modes plus Laplace draws ("Sample"), on
                 Elevators, SARCOS and CaData; one-sided Wilcoxon signed-rank tests when there are
@@ -51,6 +53,12 @@ against samples seen, mean and +-1 std over trials) and ``exp2_<stream>_weights.
     python benchmarks/reproduce.py --quick                     # a few minutes
     python benchmarks/reproduce.py --experiments exp1 exp3 --trials 10
     python benchmarks/reproduce.py --streams friedman1 elevators --trials 3
+    python benchmarks/reproduce.py --experiments exp1 exp3 --trials 3 --methods DOE-BSpline \
+        OE-BSpline "E-DOEBE + BSpline" --merge   # add rows to the results already there
+
+``--methods`` runs only the methods of those labels; ``--merge`` adds what a run measured to the
+``<experiment>.json`` already in ``--out`` (its other methods, streams and experiments are kept)
+and rewrites ``results.md`` from every experiment file there.
 
 ``--quick`` shortens everything (streams cut to 3,000 samples, StaticThenDrift 6,000, warm-up 500
 (UCI: 100), one start, two members per mode, one trial); it checks that the pipeline works and
@@ -67,7 +75,7 @@ import sys
 import time
 import warnings
 import zlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -131,6 +139,7 @@ class Config:
     maxiter: int = 200
     quick: bool = False
     exp2_samples: int = 10000
+    methods: tuple = ()  # labels to run (empty: every method of each experiment)
 
     @classmethod
     def from_args(cls, args) -> Config:
@@ -145,6 +154,7 @@ class Config:
         if args.starts is not None:
             cfg.starts = tuple(args.starts)
         cfg.replay = bool(args.replay)
+        cfg.methods = tuple(args.methods or ())
         return cfg
 
 
@@ -368,13 +378,16 @@ def _tag(key):
 def methods_for(experiment: str) -> list[Method]:
     if experiment == "exp1":
         out = []
-        for fam in ("hsgp", "rff", "poly", "linear", "rbf"):
+        for fam in ("hsgp", "rff", "poly", "linear", "rbf", "bspline"):
             out += [Method(f"DOE-{_tag(fam)}", (fam,), "doe"),
                     Method(f"OE-{_tag(fam)}", (fam,), "oe")]
         return out
     if experiment == "exp3":
         out = [Method("E-DOEBE", DEFAULT_FAMILIES, "edoebe", 0.01)]
-        for fam in DEFAULT_FAMILIES:
+        splines = (*DEFAULT_FAMILIES, "bspline") if "bspline" not in DEFAULT_FAMILIES else None
+        if splines:  # does the E-DOEBE gain from the P-splines' members?
+            out.append(Method("E-DOEBE + BSpline", splines, "edoebe", 0.01))
+        for fam in (*DEFAULT_FAMILIES, *(("bspline",) if splines else ())):
             out += [Method(f"DOE-{_tag(fam)}", (fam,), "doe"),
                     Method(f"OE-{_tag(fam)}", (fam,), "oe")]
         return out
@@ -498,6 +511,8 @@ class Runner:
         cfg = self.cfg
         warmup = cfg.uci_warmup if experiment == "uci" else cfg.n_warmup
         methods = methods_for(experiment)
+        if cfg.methods:
+            methods = [m for m in methods if m.label in cfg.methods]
         trials = 1 if experiment == "exp2" else cfg.trials  # Exp. 2 is deterministic
         t_start = time.perf_counter()
         doc = {"title": TITLES[experiment], "n_warmup": warmup, "trials": trials,
@@ -645,7 +660,10 @@ def markdown(docs: dict) -> str:
             for mlabel in doc["methods"]:
                 cells = []
                 for s in streams:
-                    e = doc["streams"][s]["methods"][mlabel]
+                    e = doc["streams"][s]["methods"].get(mlabel)
+                    if e is None:  # a merged method not run on this stream
+                        cells.append("-")
+                        continue
                     mean, std = e[f"{metric}_mean"], e[f"{metric}_std"]
                     n_ok = sum("error" not in t for t in e["trials"])
                     cells.append(_cell(mean, std, n_ok, mean is not None and mean == best[s]))
@@ -741,12 +759,57 @@ def plot_weights(plt, path: Path, stream: str, entry: dict) -> None:
     plt.close(fig)
 
 
-def write_outputs(out: Path, docs: dict, cfg: Config) -> list[Path]:
-    """This run's ``<experiment>.json`` files and plots, and ``results.md`` over every
-    experiment whose JSON is in ``out`` (an earlier run's stay, under their own settings)."""
+def merge_into(out: Path, docs: dict, cfg: Config) -> tuple[dict, Config]:
+    """Every experiment file in ``out`` with this run's methods added (a method measured again
+    replaces its old entry), and the settings they share.
+
+    The runs merged must share the protocol (warm-up, members, starts, trials, stream length,
+    seed, replay): their rows are then comparable, and the run's ``results.md`` header holds for
+    every table. ``methods`` is the union.
+    """
+    same = ("n_warmup", "uci_warmup", "n_samples", "starts", "trials", "max_samples", "seed",
+            "replay", "maxiter", "quick")
+    merged: dict = {}
+    for experiment in EXPERIMENTS:
+        path = out / f"{experiment}.json"
+        old = json.loads(path.read_text()) if path.exists() else None
+        new = docs.get(experiment)
+        if old is None:
+            if new is not None:
+                merged[experiment] = new
+            continue
+        old_cfg = old.pop("config")
+        old.pop("experiment", None)
+        clash = [k for k in same if json_safe(old_cfg.get(k)) != json_safe(getattr(cfg, k))]
+        if clash:
+            raise SystemExit(f"--merge: {path} was run with other settings ({', '.join(clash)}); "
+                             "rerun with the same ones or write to another --out")
+        if new is not None:
+            order = [m.label for m in methods_for(experiment)]
+            labels = set(old["methods"]) | set(new["methods"])
+            old["methods"] = [m for m in order if m in labels] + sorted(labels - set(order))
+            for stream, entry in new["streams"].items():
+                if stream in old["streams"]:
+                    old["streams"][stream]["methods"].update(entry["methods"])
+                else:
+                    old["streams"][stream] = entry
+            for stream, why in new["skipped"].items():
+                if stream not in old["streams"]:
+                    old["skipped"][stream] = why
+        merged[experiment] = old
+    cfg = replace(cfg, methods=())
+    return merged, cfg
+
+
+def write_outputs(out: Path, docs: dict, cfg: Config, touched=None) -> list[Path]:
+    """This run's ``<experiment>.json`` files and plots (after a merge, ``touched``: only the
+    experiments this run measured), and ``results.md`` over every experiment whose JSON is in
+    ``out`` (an earlier run's stay, under their own settings)."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for experiment, doc in docs.items():
+        if touched is not None and experiment not in touched:
+            continue
         doc["config"] = asdict(cfg)
         path = out / f"{experiment}.json"
         payload = {"experiment": experiment, **doc}
@@ -762,6 +825,8 @@ def write_outputs(out: Path, docs: dict, cfg: Config) -> list[Path]:
     md = out / "results.md"
     md.write_text(markdown(every))
     written.append(md)
+    if touched is not None:
+        docs = {k: v for k, v in docs.items() if k in touched}
     plt = _pyplot()
     if plt is None:
         print("matplotlib is not installed: no plots (pip install matplotlib)", file=sys.stderr)
@@ -817,6 +882,12 @@ def parse_args(argv=None):
     p.add_argument("--max-samples", type=_positive_int, default=None,
                    help="truncate every stream (default: full; 3000 with --quick)")
     p.add_argument("--seed", type=int, default=None, help="base seed (default 0)")
+    p.add_argument("--methods", nargs="+", default=None, metavar="LABEL",
+                   help="run only the methods of these labels (e.g. DOE-BSpline)")
+    p.add_argument("--merge", action="store_true",
+                   help="add the results to the experiment files already in --out (keeping "
+                   "their other methods, streams and experiments) and rewrite results.md "
+                   "from all of them")
     p.add_argument("--no-replay", dest="replay", action="store_false",
                    help="start the members from their prior after the fit (the paper's code) "
                    "instead of filtering the warm-up window through them first")
@@ -841,7 +912,10 @@ def main(argv=None) -> int:
             names = (QUICK_STREAMS if cfg.quick else STREAMS)[experiment]
         runner.log(f"=== {TITLES[experiment]}")
         docs[experiment] = runner.run_experiment(experiment, names)
-    written = write_outputs(args.out, docs, cfg)
+    touched = set(docs) if args.merge else None
+    if args.merge:
+        docs, cfg = merge_into(args.out, docs, cfg)
+    written = write_outputs(args.out, docs, cfg, touched=touched)
     print((args.out / "results.md").read_text())
     print("wrote:", *[str(p) for p in written], sep="\n  ")
     return 0

@@ -238,3 +238,58 @@ def test_fallback_scores_every_model_from_the_first_sample(tmp_path):
         for name, row in rows.items():
             assert math.isfinite(row["first"]) and math.isfinite(row["whole"]), (task, name)
         assert {row["n"] for row in rows.values()} == {1100 if "regression" in task else 5300}
+
+
+def _doc(methods, streams):
+    trial = {"nmse": 0.5, "steps": [1, 2], "nmse_trace": [0.6, 0.5], "pll_trace": [-1.1, -1.0]}
+    entry = {"trials": [trial], "nmse_mean": 0.5, "nmse_std": 0.0, "pll_mean": -1.0,
+             "pll_std": 0.0}
+    return {"title": "t", "n_warmup": 10, "trials": 1, "methods": list(methods),
+            "streams": {s: {"methods": {m: dict(entry) for m in methods}} for s in streams},
+            "skipped": {}}
+
+
+def test_reproduce_merge_adds_rows_and_keeps_everything_else(tmp_path):
+    reproduce = _load("reproduce")
+    cfg = reproduce.Config(trials=1)
+    old = {"experiment": "exp1", "config": json.loads(json.dumps(
+        reproduce.asdict(cfg), default=list)), **_doc(["DOE-HSGP", "OE-HSGP"], ["a", "b"])}
+    (tmp_path / "exp1.json").write_text(json.dumps(old))
+    other = {"experiment": "off", "config": old["config"], **_doc(["DOE-OFF"], ["a"])}
+    (tmp_path / "off.json").write_text(json.dumps(other))
+    new = _doc(["DOE-BSpline"], ["a", "c"])
+    new["streams"]["a"]["methods"]["DOE-BSpline"]["nmse_mean"] = 0.25
+    merged, merged_cfg = reproduce.merge_into(
+        tmp_path, {"exp1": new}, reproduce.replace(cfg, methods=("DOE-BSpline",)))
+    exp1 = merged["exp1"]
+    assert exp1["methods"] == ["DOE-HSGP", "OE-HSGP", "DOE-BSpline"]  # methods_for's order
+    assert set(exp1["streams"]) == {"a", "b", "c"}
+    assert exp1["streams"]["a"]["methods"]["DOE-BSpline"]["nmse_mean"] == 0.25
+    assert exp1["streams"]["a"]["methods"]["DOE-HSGP"] == old["streams"]["a"]["methods"][
+        "DOE-HSGP"]
+    assert merged["off"]["streams"] == other["streams"] and merged_cfg.methods == ()
+    written = reproduce.write_outputs(tmp_path, merged, merged_cfg, 60.0, merged=True,
+                                      touched={"exp1"})
+    # another experiment's file is left as it was
+    assert tmp_path / "off.json" not in written and tmp_path / "exp1.json" in written
+    assert json.loads((tmp_path / "off.json").read_text()) == other
+    md = (tmp_path / "results.md").read_text()
+    assert "| DOE-BSpline |" in md and "| DOE-OFF |" in md and "merged" in md
+    with pytest.raises(SystemExit, match="other settings"):
+        reproduce.merge_into(tmp_path, {"exp1": new}, reproduce.replace(cfg, trials=3))
+
+
+@pytest.mark.slow
+def test_splines_times_both_ensembles(tmp_path):
+    splines = _load("splines")
+    out = tmp_path / "splines.json"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert splines.main(["--repeats", "1", "--n-samples", "1100", "--streams", "friedman2",
+                             "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    entry = doc["streams"]["friedman2"]
+    a, b = entry["models"]["EDOEBE()"], entry["models"]["EDOEBE(+bspline)"]
+    assert entry["ratio_total"] == pytest.approx(b["total_s"] / a["total_s"])
+    assert b["members"] > a["members"]
+    assert all(math.isfinite(m["nmse"]) and math.isfinite(m["pll"]) for m in (a, b))
