@@ -19,6 +19,7 @@ a ``TypeError`` that says how to get the distribution.
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 
@@ -191,7 +192,7 @@ def crps_mixture(weights, means, sds, y: float) -> float:
     (Gneiting & Raftery, 2007, eq. 20). For a mixture, ``X - y`` is ``N(m_k - y, s_k^2)`` with
     probability ``w_k`` and ``X - X'`` is ``N(m_j - m_k, s_j^2 + s_k^2)`` with probability
     ``w_j w_k``, and ``E|N(m, s^2)|`` has a closed form: ``O(K^2)`` work for ``K`` components
-    (8,100 pairs for an E-DOEBE's 90 members, one array expression). The pairs' scales are
+    (4,005 pairs for an E-DOEBE's 90 members, one array expression). The pairs' scales are
     ``hypot(s_j, s_k)``, which neither underflows nor overflows where ``s_j^2`` would.
 
     ``weights`` must be positive and sum to 1, ``sds`` positive (see :func:`crps`, which reads
@@ -213,8 +214,19 @@ def crps_mixture(weights, means, sds, y: float) -> float:
     m = np.asarray(means, dtype=np.float64)
     s = np.asarray(sds, dtype=np.float64)
     to_y = float(w @ _mean_abs(m - y, s))
-    between = float(w @ _mean_abs(m[:, None] - m[None, :], np.hypot(s[:, None], s[None, :])) @ w)
+    # E|X - X'| over the pairs j < k, counted twice (the terms are symmetric), plus the
+    # diagonal, E|N(0, 2 s_k^2)| = 2 s_k / sqrt(pi): half the work of the full K x K table
+    j, k = _pairs(w.size)
+    pairs = _mean_abs(m[j] - m[k], np.hypot(s[j], s[k]))
+    between = 2.0 * float((w[j] * w[k]) @ pairs) + 2.0 * _INV_SQRT_PI * float((w * w) @ s)
     return to_y - 0.5 * between
+
+
+@functools.lru_cache(maxsize=16)
+def _pairs(k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The index pairs ``j < l`` of ``k`` components (an ensemble predicts with the same count
+    sample after sample: made once)."""
+    return np.triu_indices(k, 1)
 
 
 def crps(y_pred, y: float, who: str = "crps") -> float:

@@ -134,10 +134,15 @@ def test_peers_runs_and_writes_its_outputs(tmp_path):
     assert list(rows) == list(peers.models(doc["config"]))
     for name, row in rows.items():
         assert row["samples_per_s"] == pytest.approx(200 / row["stream_s"])  # 700 - 500 warm-up
-        assert (row["pll"] is None) == (not peers.models(doc["config"])[name][1])
+        has_dist = peers.models(doc["config"])[name][1]
+        for key in ("pll", "coverage_90", "coverage_50", "crps"):
+            assert (row[key] is None) == (not has_dist), (name, key)
+        if has_dist:
+            assert 0.0 <= row["coverage_50"] <= row["coverage_90"] <= 1.0 and row["crps"] > 0
         assert row["nmse_trace"][-1] == pytest.approx(row["nmse"])
     table = (tmp_path / "peers.md").read_text()
     assert all(f"| {name} |" in table for name in rows)
+    assert "**90% interval coverage" in table and "**CRPS" in table
 
 
 @pytest.mark.slow
