@@ -227,3 +227,23 @@ def test_fallback_scores_every_model_from_the_first_sample(tmp_path):
         for name, row in rows.items():
             assert math.isfinite(row["first"]) and math.isfinite(row["whole"]), (task, name)
         assert {row["n"] for row in rows.values()} == {1100 if "regression" in task else 5300}
+
+
+@pytest.mark.slow
+def test_calibration_scores_every_model_on_each_stream(tmp_path):
+    calibration = _load("calibration")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        doc = calibration.main(["--quick", "--streams", "friedman1", "nope", "--max-samples",
+                                "600", "--out", str(tmp_path)])
+    assert json.loads((tmp_path / "calibration.json").read_text()) == json.loads(
+        json.dumps(doc))
+    assert doc["skipped"] == {"nope": "unknown stream"}
+    rows = doc["results"]["friedman1"]
+    assert list(rows) == list(calibration.models(doc["config"]))
+    for name, row in rows.items():
+        assert row["n_scored"] == 300, name  # 600 - the quick warm-up of 300
+        assert 0.0 <= row["coverage_50"] <= row["coverage_90"] <= 1.0
+        assert row["crps"] > 0 and math.isfinite(row["pll"]) and math.isfinite(row["nmse"])
+    table = (tmp_path / "calibration.md").read_text()
+    assert all(f"| friedman1 | {name} |" in table for name in rows)
