@@ -33,6 +33,14 @@ def _load(name):
     return module
 
 
+def _run_main(name, argv):
+    """The script ``name`` and what its ``main(argv)`` returns, its RuntimeWarnings silenced."""
+    module = _load(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return module, module.main(argv)
+
+
 # ---------------------------------------------------------------------------------------------
 # The registries: one for the families, one for river's peers
 # ---------------------------------------------------------------------------------------------
@@ -123,11 +131,8 @@ def test_reproduce_runs_and_writes_its_outputs(tmp_path):
 
 @pytest.mark.slow
 def test_peers_runs_and_writes_its_outputs(tmp_path):
-    peers = _load("peers")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        code = peers.main(["--quick", "--streams", "drift", "--max-samples", "700",
-                           "--out", str(tmp_path)])
+    peers, code = _run_main("peers", ["--quick", "--streams", "drift", "--max-samples", "700",
+                                      "--out", str(tmp_path)])
     assert code == 0
     doc = json.loads((tmp_path / "peers.json").read_text())
     rows = doc["results"]["drift"]
@@ -231,11 +236,8 @@ def test_fallback_scores_every_model_from_the_first_sample(tmp_path):
 
 @pytest.mark.slow
 def test_calibration_scores_every_model_on_each_stream(tmp_path):
-    calibration = _load("calibration")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        doc = calibration.main(["--quick", "--streams", "friedman1", "nope", "--max-samples",
-                                "600", "--out", str(tmp_path)])
+    calibration, doc = _run_main("calibration", ["--quick", "--streams", "friedman1", "nope",
+                                                 "--max-samples", "600", "--out", str(tmp_path)])
     assert json.loads((tmp_path / "calibration.json").read_text()) == json.loads(
         json.dumps(doc))
     assert doc["skipped"] == {"nope": "unknown stream"}
