@@ -21,6 +21,10 @@ Experiments (``--experiments``, default: all):
                 (250 frequencies) on the UCI sets, warm-up 100.
 - ``off``       App. G: DOE-RFF against DOE-OFF (optimised Fourier features), both sampled with
                 the Gaussian perturbation strategy.
+- ``stacking``  Beyond the paper: the E-DOEBE's members (Exp. 3) weighted by model averaging with
+                switching between twins (the paper) against online stacking of their predictive
+                densities (``weighting="stacking"``), with the twins' switching, without any
+                tracking, and with a fixed share with the uniform instead.
 
 Protocol (paper Sec. 5; DESIGN.md Sec. 6): standardise ``X`` and ``y`` with the mean and standard
 deviation of the first ``n_warmup`` samples (1000; 100 for ``uci``), fit every family's
@@ -39,8 +43,9 @@ fastest in the first few samples can then push the others out for good).
 
 Outputs in ``--out`` (default ``benchmarks/results/``): ``<experiment>.json`` with every number
 behind every figure (per trial: final nMSE and PLL, the nMSE and PLL traces, timings; Exp. 2: the
-weight traces), ``results.md`` (for each experiment, method x stream tables of nMSE and PLL, mean
-and standard deviation over trials) and PNG plots: ``<experiment>_<stream>_nmse.png`` (nMSE
+weight traces), ``results.md`` (for each experiment whose JSON is in ``--out``, this run's or an
+earlier one's, method x stream tables of nMSE and PLL, mean and standard deviation over trials,
+under the settings it was run with) and PNG plots: ``<experiment>_<stream>_nmse.png`` (nMSE
 against samples seen, mean and +-1 std over trials) and ``exp2_<stream>_weights.png``.
 
     python benchmarks/reproduce.py --quick                     # a few minutes
@@ -81,7 +86,7 @@ from river_doebe.warmup import (
     family_templates,
 )
 
-EXPERIMENTS = ("exp1", "exp2", "exp3", "sampling", "delta", "uci", "off")
+EXPERIMENTS = ("exp1", "exp2", "exp3", "sampling", "delta", "uci", "off", "stacking")
 TITLES = {
     "exp1": "Experiment 1: comparing basis expansions (static OE-X and dynamic DOE-X)",
     "exp2": "Experiment 2: collapse of the BMA weights (DOEBE) and E-DOEBE",
@@ -90,6 +95,7 @@ TITLES = {
     "delta": "Appendix D: sensitivity of E-DOEBE to the switching probability delta",
     "uci": "Appendix E: additive HSGP against RFF on the UCI sets",
     "off": "Appendix G: random (DOE-RFF) against optimised (DOE-OFF) Fourier features",
+    "stacking": "Beyond the paper: model averaging with switching against online stacking",
 }
 PAPER_STREAMS = datasets.PAPER_NAMES
 STREAMS = {
@@ -100,6 +106,7 @@ STREAMS = {
     "delta": PAPER_STREAMS,
     "uci": datasets.UCI_NAMES,
     "off": PAPER_STREAMS,
+    "stacking": PAPER_STREAMS,
 }
 QUICK_STREAMS = STREAMS  # every stream present, cut short
 DELTAS = (0.01, 0.05, 0.1, 0.2)
@@ -312,10 +319,10 @@ def doebe(members, var_rw: float) -> DOEBE:
     return DOEBE([DOBE(m.basis, m.var_theta, m.var_eps, var_rw=var_rw) for m in members])
 
 
-def edoebe(members, delta: float) -> EDOEBE:
+def edoebe(members, delta: float, **weighting) -> EDOEBE:
     return EDOEBE(
         models=[DOBE(m.basis, m.var_theta, m.var_eps) for m in members],
-        rw_variances=(VAR_RW,), delta=delta,
+        rw_variances=(VAR_RW,), delta=delta, **weighting,
     )
 
 
@@ -330,10 +337,11 @@ class Method:
     families: tuple  # family keys whose fits the model uses
     kind: str  # "doe", "oe", "doe-mle", "edoebe", "pair-doebe", "pair-edoebe"
     delta: float = 0.01
+    weighting: tuple = ()  # the E-DOEBE's weight rule, as (name, value) pairs
 
     @property
     def key(self):
-        return (self.kind, self.families, self.delta)
+        return (self.kind, self.families, self.delta, self.weighting)
 
     def build(self, fitted: list):
         if self.kind == "doe":
@@ -343,7 +351,7 @@ class Method:
         if self.kind == "doe-mle":
             return doebe([m for m in fitted if m.is_mode], VAR_RW)
         if self.kind == "edoebe":
-            return edoebe(fitted, self.delta)
+            return edoebe(fitted, self.delta, **dict(self.weighting))
         if self.kind == "pair-doebe":  # member 0 dynamic, member 1 static
             (m,) = fitted[:1]
             return DOEBE([DOBE(m.basis, m.var_theta, m.var_eps, var_rw=VAR_RW),
@@ -387,6 +395,15 @@ def methods_for(experiment: str) -> list[Method]:
         return out
     if experiment == "off":
         return [Method("DOE-RFF", ("rff-perturb",), "doe"), Method("DOE-OFF", ("off",), "doe")]
+    if experiment == "stacking":
+        stack = (("weighting", "stacking"),)
+        return [
+            Method("E-DOEBE (BMA, switching)", DEFAULT_FAMILIES, "edoebe", 0.01),
+            Method("stacking, switching", DEFAULT_FAMILIES, "edoebe", 0.01, stack),
+            Method("stacking", DEFAULT_FAMILIES, "edoebe", 0.0, stack),
+            Method("stacking, share 1e-3", DEFAULT_FAMILIES, "edoebe", 0.0,
+                   (*stack, ("share", 1e-3))),
+        ]
     if experiment == "exp2":
         return [Method("DOEBE", ("hsgp-exp2",), "pair-doebe"),
                 Method("E-DOEBE", ("hsgp-exp2",), "pair-edoebe", 0.01)]
@@ -482,6 +499,7 @@ class Runner:
         warmup = cfg.uci_warmup if experiment == "uci" else cfg.n_warmup
         methods = methods_for(experiment)
         trials = 1 if experiment == "exp2" else cfg.trials  # Exp. 2 is deterministic
+        t_start = time.perf_counter()
         doc = {"title": TITLES[experiment], "n_warmup": warmup, "trials": trials,
                "methods": [m.label for m in methods], "streams": {}, "skipped": {}}
         for name in stream_names:
@@ -538,6 +556,7 @@ class Runner:
             }
             if experiment == "sampling":
                 doc["streams"][name]["wilcoxon"] = wilcoxon_tests(per_method)
+        doc["elapsed_s"] = time.perf_counter() - t_start
         return doc
 
 
@@ -577,32 +596,41 @@ def _cell(mean, std, n_trials, bold=False):
     return f"**{text}**" if bold else text
 
 
-def markdown(docs: dict, cfg: Config, elapsed: float) -> str:
-    length = f"at most {cfg.max_samples} samples per stream" if cfg.max_samples else "full streams"
+def settings(cfg: dict) -> str:
+    """One line of the settings an experiment ran with (its JSON's ``config``)."""
+    length = (f"at most {cfg['max_samples']} samples per stream" if cfg.get("max_samples")
+              else "full streams")
+    return (
+        f"Settings: warm-up {cfg['n_warmup']} samples (UCI: {cfg['uci_warmup']}), "
+        f"{cfg['n_samples']} members per mode, starts {list(cfg['starts'])}, {cfg['trials']} "
+        f"trial(s), {length} (StaticThenDrift: {cfg['exp2_samples']}), replay of the warm-up "
+        f"window: {'yes' if cfg['replay'] else 'no'}"
+        + (" — **quick mode: rough numbers only**" if cfg.get("quick") else "") + "."
+    )
+
+
+def markdown(docs: dict) -> str:
+    """``results.md``: every experiment of ``docs`` (each with the ``config`` it ran with)."""
     lines = [
         "# Reproduction of Waxman & Djuric (TMLR 2024) with river-doebe",
         "",
-        f"Settings: warm-up {cfg.n_warmup} samples (UCI: {cfg.uci_warmup}), {cfg.n_samples} "
-        f"members per mode, starts {list(cfg.starts)}, {cfg.trials} trial(s), {length} "
-        f"(StaticThenDrift: {cfg.exp2_samples}), "
-        f"replay of the warm-up window: {'yes' if cfg.replay else 'no'}"
-        + (" — **quick mode: rough numbers only**" if cfg.quick else "") + ".",
         "Scoring: strictly one step ahead on the samples after the warm-up; nMSE = MSE / Var(y) "
         "over those samples (lower is better); PLL = mean log density of the standardised target "
         "under the moment-matched Gaussian prediction, the paper's figure (higher is better); "
         "for the ensembles of Exp. 3 also under their own predictive, the mixture of the members' "
         "Gaussians (`PredictiveLogLikelihood()`). Cells: mean ± std over "
         "trials (the mean alone for one trial); best per stream in bold.",
-        f"Total time: {elapsed / 60:.1f} min.",
         "",
     ]
     for experiment, doc in docs.items():
-        lines += [f"## {doc['title']}", ""]
+        lines += [f"## {doc['title']}", "", settings(doc["config"])
+                  + (f" Time: {doc['elapsed_s'] / 60:.1f} min." if doc.get("elapsed_s") else ""),
+                  ""]
         streams = list(doc["streams"])
         if not streams:
             lines += ["No stream was available.", ""]
         table_metrics = [("nmse", "nMSE", min), ("pll", "PLL", max)]
-        if experiment in ("exp3", "delta"):
+        if experiment in ("exp3", "delta", "stacking"):
             table_metrics.append(("pll_mixture", "PLL of the exact predictive mixture", max))
         for metric, label, better in table_metrics:
             if not streams:
@@ -713,16 +741,26 @@ def plot_weights(plt, path: Path, stream: str, entry: dict) -> None:
     plt.close(fig)
 
 
-def write_outputs(out: Path, docs: dict, cfg: Config, elapsed: float) -> list[Path]:
+def write_outputs(out: Path, docs: dict, cfg: Config) -> list[Path]:
+    """This run's ``<experiment>.json`` files and plots, and ``results.md`` over every
+    experiment whose JSON is in ``out`` (an earlier run's stay, under their own settings)."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for experiment, doc in docs.items():
+        doc["config"] = asdict(cfg)
         path = out / f"{experiment}.json"
-        payload = {"experiment": experiment, "config": asdict(cfg), **doc}
+        payload = {"experiment": experiment, **doc}
         path.write_text(json.dumps(json_safe(payload), indent=1) + "\n")
         written.append(path)
+    every = {}
+    for experiment in EXPERIMENTS:
+        path = out / f"{experiment}.json"
+        if experiment in docs:
+            every[experiment] = docs[experiment]
+        elif path.exists():
+            every[experiment] = json.loads(path.read_text())
     md = out / "results.md"
-    md.write_text(markdown(docs, cfg, elapsed))
+    md.write_text(markdown(every))
     written.append(md)
     plt = _pyplot()
     if plt is None:
@@ -803,8 +841,7 @@ def main(argv=None) -> int:
             names = (QUICK_STREAMS if cfg.quick else STREAMS)[experiment]
         runner.log(f"=== {TITLES[experiment]}")
         docs[experiment] = runner.run_experiment(experiment, names)
-    elapsed = time.perf_counter() - runner.t0
-    written = write_outputs(args.out, docs, cfg, elapsed)
+    written = write_outputs(args.out, docs, cfg)
     print((args.out / "results.md").read_text())
     print("wrote:", *[str(p) for p in written], sep="\n  ")
     return 0

@@ -127,6 +127,22 @@ def test_reproduce_runs_and_writes_its_outputs(tmp_path):
     for entry in exp2["streams"]["static_then_drift"]["methods"].values():
         weight = entry["trials"][0]["dynamic_weight"]
         assert 0.0 <= weight["min"] <= weight["final"] <= weight["max"] <= 1.0
+    # a later run of another experiment keeps the earlier ones in results.md, and their JSON
+    before = (tmp_path / "exp3.json").read_text()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert reproduce.main([
+            "--quick", "--experiments", "stacking", "--streams", "friedman1", "--max-samples",
+            "900", "--n-warmup", "300", "--out", str(tmp_path),
+        ]) == 0
+    table = (tmp_path / "results.md").read_text()
+    for experiment in ("exp2", "exp3", "stacking"):
+        assert reproduce.TITLES[experiment] in table
+    assert (tmp_path / "exp3.json").read_text() == before
+    stacking = json.loads((tmp_path / "stacking.json").read_text())
+    assert stacking["methods"] == [m.label for m in reproduce.methods_for("stacking")]
+    for entry in stacking["streams"]["friedman1"]["methods"].values():
+        assert math.isfinite(entry["pll_mixture_mean"])
 
 
 @pytest.mark.slow
