@@ -796,6 +796,7 @@ def merge_into(out: Path, docs: dict, cfg: Config) -> tuple[dict, Config]:
             for stream, why in new["skipped"].items():
                 if stream not in old["streams"]:
                     old["skipped"][stream] = why
+        old["config"] = old_cfg  # (a touched experiment is written with this run's)
         merged[experiment] = old
     cfg = replace(cfg, methods=())
     return merged, cfg

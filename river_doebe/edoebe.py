@@ -496,15 +496,9 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
             "starts": (1.0,),
             "seed": 1,
         }
-        yield {
-            "models": [DOBE(Linear(), var_eps=1.0), DOBE(RandomFourierFeatures(8, seed=3))],
-        }
-        yield {
-            "models": [DOBE(Linear(), var_eps=1.0), DOBE(RandomFourierFeatures(8, seed=3))],
-            "weighting": "stacking",
-            "stacking_rate": 0.2,
-            "share": 0.01,
-        }
+        models = [DOBE(Linear(), var_eps=1.0), DOBE(RandomFourierFeatures(8, seed=3))]
+        yield {"models": models}
+        yield {"models": models, "weighting": "stacking", "stacking_rate": 0.2, "share": 0.01}
 
 
 class EDOEBEClassifier(BaseEDOEBE, ArrayClassifier, base.MiniBatchClassifier):
@@ -694,15 +688,12 @@ _PARAMETERS = """    Parameters
         the ensemble is the paper's DOE-X (every member dynamic, plain model averaging); with
         ``rw_variances=()`` it is OE-X (every member static).
     weighting
-        ``"bma"``: model averaging, switched between twins (the paper). ``"stacking"``: online
-        stacking of the members' predictive densities (the Soft-Bayes step, see
-        :mod:`river_doebe.engine.weighting`), with the same switching between twins
-        (``delta = 0``: none).
+        ``"bma"``: model averaging (the paper); ``"stacking"``: online stacking of the members'
+        densities (:mod:`river_doebe.engine.weighting`); both switch between twins by ``delta``.
     stacking_rate
         The Soft-Bayes rate ``eta`` in ``(0, 1]`` of ``"stacking"`` (1 is Bayes' rule).
     share
-        A fixed share in ``[0, 1)`` mixed with the uniform after the switching step (every
-        member then stays in the stack).
+        A fixed share in ``[0, 1)`` mixed with the uniform after the switching step.
 """
 
 # one Parameters section for both tasks (they take the same fifteen parameters)

@@ -33,6 +33,14 @@ def _load(name):
     return module
 
 
+def _run_main(name, argv):
+    """The script ``name`` and what its ``main(argv)`` returns, its RuntimeWarnings silenced."""
+    module = _load(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return module, module.main(argv)
+
+
 # ---------------------------------------------------------------------------------------------
 # The registries: one for the families, one for river's peers
 # ---------------------------------------------------------------------------------------------
@@ -139,21 +147,23 @@ def test_reproduce_runs_and_writes_its_outputs(tmp_path):
 
 @pytest.mark.slow
 def test_peers_runs_and_writes_its_outputs(tmp_path):
-    peers = _load("peers")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        code = peers.main(["--quick", "--streams", "drift", "--max-samples", "700",
-                           "--out", str(tmp_path)])
+    peers, code = _run_main("peers", ["--quick", "--streams", "drift", "--max-samples", "700",
+                                      "--out", str(tmp_path)])
     assert code == 0
     doc = json.loads((tmp_path / "peers.json").read_text())
     rows = doc["results"]["drift"]
     assert list(rows) == list(peers.models(doc["config"]))
     for name, row in rows.items():
         assert row["samples_per_s"] == pytest.approx(200 / row["stream_s"])  # 700 - 500 warm-up
-        assert (row["pll"] is None) == (not peers.models(doc["config"])[name][1])
+        has_dist = peers.models(doc["config"])[name][1]
+        for key in ("pll", "coverage_90", "coverage_50", "crps"):
+            assert (row[key] is None) == (not has_dist), (name, key)
+        if has_dist:
+            assert 0.0 <= row["coverage_50"] <= row["coverage_90"] <= 1.0 and row["crps"] > 0
         assert row["nmse_trace"][-1] == pytest.approx(row["nmse"])
     table = (tmp_path / "peers.md").read_text()
     assert all(f"| {name} |" in table for name in rows)
+    assert "**90% interval coverage" in table and "**CRPS" in table
 
 
 @pytest.mark.slow
@@ -268,13 +278,13 @@ def test_reproduce_merge_adds_rows_and_keeps_everything_else(tmp_path):
     assert exp1["streams"]["a"]["methods"]["DOE-HSGP"] == old["streams"]["a"]["methods"][
         "DOE-HSGP"]
     assert merged["off"]["streams"] == other["streams"] and merged_cfg.methods == ()
-    written = reproduce.write_outputs(tmp_path, merged, merged_cfg, 60.0, merged=True,
-                                      touched={"exp1"})
+    written = reproduce.write_outputs(tmp_path, merged, merged_cfg, touched={"exp1"})
     # another experiment's file is left as it was
     assert tmp_path / "off.json" not in written and tmp_path / "exp1.json" in written
     assert json.loads((tmp_path / "off.json").read_text()) == other
     md = (tmp_path / "results.md").read_text()
-    assert "| DOE-BSpline |" in md and "| DOE-OFF |" in md and "merged" in md
+    assert "| DOE-BSpline |" in md and "| DOE-OFF |" in md
+    assert md.count("Settings: warm-up 1000 samples") == 2  # each experiment under its own
     with pytest.raises(SystemExit, match="other settings"):
         reproduce.merge_into(tmp_path, {"exp1": new}, reproduce.replace(cfg, trials=3))
 
@@ -293,3 +303,20 @@ def test_splines_times_both_ensembles(tmp_path):
     assert entry["ratio_total"] == pytest.approx(b["total_s"] / a["total_s"])
     assert b["members"] > a["members"]
     assert all(math.isfinite(m["nmse"]) and math.isfinite(m["pll"]) for m in (a, b))
+
+
+@pytest.mark.slow
+def test_calibration_scores_every_model_on_each_stream(tmp_path):
+    calibration, doc = _run_main("calibration", ["--quick", "--streams", "friedman1", "nope",
+                                                 "--max-samples", "600", "--out", str(tmp_path)])
+    assert json.loads((tmp_path / "calibration.json").read_text()) == json.loads(
+        json.dumps(doc))
+    assert doc["skipped"] == {"nope": "unknown stream"}
+    rows = doc["results"]["friedman1"]
+    assert list(rows) == list(calibration.models(doc["config"]))
+    for name, row in rows.items():
+        assert row["n_scored"] == 300, name  # 600 - the quick warm-up of 300
+        assert 0.0 <= row["coverage_50"] <= row["coverage_90"] <= 1.0
+        assert row["crps"] > 0 and math.isfinite(row["pll"]) and math.isfinite(row["nmse"])
+    table = (tmp_path / "calibration.md").read_text()
+    assert all(f"| friedman1 | {name} |" in table for name in rows)
