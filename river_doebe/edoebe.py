@@ -1,6 +1,6 @@
 """The E-DOEBE (paper Sec. 4.2): an ensemble of static and dynamic twins that warms itself up.
 
-:class:`BaseEDOEBE` holds everything the regressor and the classifier share: the twelve
+:class:`BaseEDOEBE` holds everything the regressor and the classifier share: the fifteen
 parameters and their checks, the blocks of random-walk levels and their switching matrix, the
 warm-up (fallback, window, the one pipeline of :func:`river_doebe.warmup.fit_ensemble`, a window
 that fails), ``describe``, ``finish_warmup`` and ``from_batch``. :class:`EDOEBE` and
@@ -687,13 +687,10 @@ _PARAMETERS = """    Parameters
         Whether the static members are kept. With ``static=False`` and one random-walk level
         the ensemble is the paper's DOE-X (every member dynamic, plain model averaging); with
         ``rw_variances=()`` it is OE-X (every member static).
-    weighting
-        ``"bma"``: model averaging (the paper); ``"stacking"``: online stacking of the members'
-        densities (:mod:`river_doebe.engine.weighting`); both switch between twins by ``delta``.
-    stacking_rate
-        The Soft-Bayes rate ``eta`` in ``(0, 1]`` of ``"stacking"`` (1 is Bayes' rule).
-    share
-        A fixed share in ``[0, 1)`` mixed with the uniform after the switching step.
+    weighting, stacking_rate, share
+        The weight rule, ``"bma"`` (the paper) or ``"stacking"`` (Soft-Bayes of rate
+        ``stacking_rate``, see :mod:`river_doebe.engine.weighting`), and a fixed ``share`` with
+        the uniform after the switching step between twins (``delta``).
 """
 
 # one Parameters section for both tasks (they take the same fifteen parameters)
