@@ -92,8 +92,9 @@ def models(cfg: dict) -> dict:
         PEERS[key].estimator: (partial(PEERS[key].factory, cfg), PEERS[key].has_dist)
         for key in PEER_KEYS
     }
-    edoebe = MODELS["edoebe"]
-    out["EDOEBE"] = (partial(edoebe.factory, cfg), edoebe.has_dist)
+    for key, name in (("edoebe", "EDOEBE"),
+                      ("edoebe-stacking", "EDOEBE(weighting='stacking', delta=0)")):
+        out[name] = (partial(MODELS[key].factory, cfg), MODELS[key].has_dist)
     return out
 
 
@@ -232,6 +233,9 @@ def parse_args(argv=None):
                    "../shared/data beside the checkout)")
     p.add_argument("--max-samples", type=int, default=None, help="truncate every stream")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--models", nargs="+", default=None, metavar="NAME",
+                   help="run only these models and add their rows to the peers.json already "
+                   "in --out (run with the same settings)")
     return p.parse_args(argv)
 
 
@@ -251,7 +255,16 @@ def main(argv=None) -> int:
         present = set(datasets.available(None))
     wanted = args.streams or (QUICK_STREAMS if args.quick else STREAMS)
     t_start = time.perf_counter()
-    results, skipped = {}, {}
+    results, skipped, earlier = {}, {}, None
+    chosen = models(cfg)
+    if args.models:
+        unknown = sorted(set(args.models) - set(chosen))
+        if unknown:
+            raise SystemExit(f"unknown model(s) {unknown}; the models are {list(chosen)}")
+        earlier = json.loads((args.out / "peers.json").read_text())
+        if earlier["config"] != json_safe({**cfg, "starts": list(cfg["starts"])}):
+            raise SystemExit(f"--models: {args.out / 'peers.json'} was run with other settings")
+        chosen = {k: v for k, v in chosen.items() if k in args.models}
     for name in [s.strip().lower().replace("-", "_") for s in wanted]:
         if name not in present:
             skipped[name] = "unknown stream" if name not in datasets.NAMES else "file not found"
@@ -266,7 +279,7 @@ def main(argv=None) -> int:
         every = max(1, len(data[3]) // 200)
         print(f"{name}: {len(data[1])} warm-up + {len(data[3])} streamed samples", flush=True)
         results[name] = {}
-        for model_name, (make, has_dist) in models(cfg).items():
+        for model_name, (make, has_dist) in chosen.items():
             try:
                 r = run(make, has_dist, data, every)
             except Exception as err:  # noqa: BLE001 - one failure must not end the run
@@ -280,6 +293,12 @@ def main(argv=None) -> int:
                       flush=True)
             results[name][model_name] = r
     elapsed = time.perf_counter() - t_start
+    if earlier is not None:  # the new rows join the earlier run's (its time is kept)
+        for name, rows in results.items():
+            earlier["results"].setdefault(name, {}).update(rows)
+        results, skipped, elapsed = earlier["results"], earlier["skipped"], earlier["elapsed_s"]
+        results = {s: {m: results[s][m] for m in models(cfg) if m in results[s]}
+                   for s in results}
     args.out.mkdir(parents=True, exist_ok=True)
     doc = {"config": {**cfg, "starts": list(cfg["starts"])}, "results": results,
            "skipped": skipped, "elapsed_s": elapsed}

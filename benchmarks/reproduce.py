@@ -444,7 +444,14 @@ def _moving_average(a, n=10):
     return (c[n:] - c[:-n]) / n
 
 
-def run_one(model, prep: Prepared, cfg: Config, record_weight=False) -> dict:
+#: the calibration scores of the stacking experiment (by their key in the JSON)
+CALIBRATION = {"coverage_90": lambda: rd_metrics.IntervalCoverage(0.9),
+               "coverage_50": lambda: rd_metrics.IntervalCoverage(0.5),
+               "crps": rd_metrics.CRPS}
+
+
+def run_one(model, prep: Prepared, cfg: Config, record_weight=False,
+            calibration=False) -> dict:
     if cfg.replay:
         # as EDOEBE() does: every member filters the window, and the weights start uniform
         # after it (the window is in-sample for the fitted hyperparameters, so its predictive
@@ -459,11 +466,13 @@ def run_one(model, prep: Prepared, cfg: Config, record_weight=False) -> dict:
         # the mixture of its members (the same for a single learner)
         # in blocks of rows (the same predictions), but one sample at a time where the weight
         # after every step is recorded
+        scores = {"nMSE": rd_metrics.NMSE(var_y=float(prep.Ys.var())),
+                  "PLL": rd_metrics.PredictiveLogLikelihood(moment_matched=True),
+                  "PLL_mixture": rd_metrics.PredictiveLogLikelihood()}
+        if calibration:  # (the CRPS of a mixture is quadratic in its members: only where asked)
+            scores.update({key: make() for key, make in CALIBRATION.items()})
         res = progressive_scores(
-            zip(prep.dicts(), prep.Ys.tolist(), strict=True), model,
-            {"nMSE": rd_metrics.NMSE(var_y=float(prep.Ys.var())),
-             "PLL": rd_metrics.PredictiveLogLikelihood(moment_matched=True),
-             "PLL_mixture": rd_metrics.PredictiveLogLikelihood()},
+            zip(prep.dicts(), prep.Ys.tolist(), strict=True), model, scores,
             every=every, on_learnt=hook, block_size=1 if hook is not None else 256,
         )
     out = {
@@ -475,6 +484,7 @@ def run_one(model, prep: Prepared, cfg: Config, record_weight=False) -> dict:
         "steps": res.steps.tolist(),
         "nmse_trace": res.traces["nMSE"].tolist(),
         "pll_trace": res.traces["PLL"].tolist(),
+        **{key: float(res.scores[key]) for key in CALIBRATION if calibration},
     }
     if hook is not None:
         w = hook.w
@@ -543,7 +553,8 @@ class Runner:
                                       for mem in self.fits.get(prep, fam, trial)]
                             model = m.build(fitted)
                             result = run_one(model, prep, cfg,
-                                             record_weight=experiment == "exp2")
+                                             record_weight=experiment == "exp2",
+                                             calibration=experiment == "stacking")
                             result["n_members"] = len(model.models) * (
                                 2 if isinstance(model, EDOEBE) else 1
                             )
@@ -561,7 +572,9 @@ class Runner:
                                  f"({result['elapsed_s']:.1f} s)")
             for entry in per_method.values():
                 ok = [t for t in entry["trials"] if "error" not in t]
-                for metric in ("nmse", "pll", "pll_mixture"):
+                for metric in ("nmse", "pll", "pll_mixture", *CALIBRATION):
+                    if experiment != "stacking" and metric in CALIBRATION:
+                        continue
                     vals = np.array([t[metric] for t in ok], dtype=float)
                     entry[f"{metric}_mean"] = float(vals.mean()) if len(vals) else None
                     entry[f"{metric}_std"] = float(vals.std()) if len(vals) else None
@@ -604,10 +617,15 @@ def wilcoxon_tests(per_method: dict) -> dict:
 # ---------------------------------------------------------------------------------------------
 
 
-def _cell(mean, std, n_trials, bold=False):
+def _closest(level: float):
+    """The "best" of coverages: the one closest to its level."""
+    return lambda vals: min(vals, key=lambda v: abs(v - level))
+
+
+def _cell(mean, std, n_trials, bold=False, fmt=".3f"):
     if mean is None:
         return "failed"
-    text = f"{mean:.3f} ± {std:.3f}" if n_trials > 1 else f"{mean:.3f}"
+    text = f"{mean:{fmt}} ± {std:{fmt}}" if n_trials > 1 else f"{mean:{fmt}}"
     return f"**{text}**" if bold else text
 
 
@@ -647,6 +665,14 @@ def markdown(docs: dict) -> str:
         table_metrics = [("nmse", "nMSE", min), ("pll", "PLL", max)]
         if experiment in ("exp3", "delta", "stacking"):
             table_metrics.append(("pll_mixture", "PLL of the exact predictive mixture", max))
+        if experiment == "stacking":
+            table_metrics += [
+                ("coverage_90", "90% interval coverage of the mixture (best: closest to 90%)",
+                 _closest(0.9)),
+                ("coverage_50", "50% interval coverage of the mixture (best: closest to 50%)",
+                 _closest(0.5)),
+                ("crps", "CRPS of the mixture (standardised target; lower is better)", min),
+            ]
         for metric, label, better in table_metrics:
             if not streams:
                 break
@@ -666,7 +692,8 @@ def markdown(docs: dict) -> str:
                         continue
                     mean, std = e[f"{metric}_mean"], e[f"{metric}_std"]
                     n_ok = sum("error" not in t for t in e["trials"])
-                    cells.append(_cell(mean, std, n_ok, mean is not None and mean == best[s]))
+                    cells.append(_cell(mean, std, n_ok, mean is not None and mean == best[s],
+                                       ".4f" if metric == "crps" else ".3f"))
                 lines.append(f"| {mlabel} | " + " | ".join(cells) + " |")
             lines.append("")
         if experiment == "exp2":
