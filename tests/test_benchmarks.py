@@ -54,9 +54,10 @@ def test_peers_builds_the_command_line_s_models_under_the_names_of_its_reports()
     assert list(built) == [
         "BayesianLinearRegression", "BayesianLinearRegression(smoothing=0.999)",
         "LinearRegression", "KNNRegressor", "HoeffdingAdaptiveTreeRegressor", "ARFRegressor",
-        "EDOEBE",
+        "EDOEBE", "EDOEBE(weighting='stacking', delta=0)",
     ]
-    specs = [PEERS[key] for key in peers.PEER_KEYS] + [MODELS["edoebe"]]
+    specs = [PEERS[key] for key in peers.PEER_KEYS] + [MODELS["edoebe"],
+                                                        MODELS["edoebe-stacking"]]
     for (make, has_dist), spec in zip(built.values(), specs, strict=True):
         model = make()
         assert has_dist == spec.has_dist
@@ -65,6 +66,8 @@ def test_peers_builds_the_command_line_s_models_under_the_names_of_its_reports()
     assert (edoebe.n_warmup, edoebe.n_samples, tuple(edoebe.starts), edoebe.seed) == (
         300, 2, (1.0,), 4
     )
+    stacking = built["EDOEBE(weighting='stacking', delta=0)"][0]()
+    assert (stacking.weighting, stacking.delta, stacking.n_warmup) == ("stacking", 0.0, 300)
 
 
 def test_reproduce_s_families_are_the_registry_s_with_options():
