@@ -138,6 +138,7 @@ def test_the_models_are_those_of_the_family_registry():
 
     assert list(registry.MODELS) == [
         "edoebe",
+        "edoebe-stacking",
         *(f"{kind}-{name}" for name in FAMILIES for kind in ("doe", "oe")),
         *(f"dobe-{name}" for name in DEFAULT_FAMILIES),
     ]
