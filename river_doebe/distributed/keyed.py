@@ -519,6 +519,15 @@ class KeyedModels:
             {"shard": s, "rows_replayed": rows, "seconds": time.perf_counter() - start}
         )
 
+    def warm(self, X, y) -> None:
+        """Feed the rows ``X, y`` to a throwaway clone of the template on every shard, in
+        parallel, and drop it (no key changes): each actor's process then loads the compiled
+        kernels (from Numba's disk cache, a second or so for an E-DOEBE) before the first real
+        call, not during it."""
+        _, _, _, xs, ys = self._prepare(["warm"] * len(X), X, y)
+        rows, targets = [x for part in xs for x in part], [t for part in ys for t in part]
+        self._on_each("warm", rows, targets)
+
     # ------------------------------------------------------------------ views
     def keys(self) -> list:
         """Every key with a model, shard by shard (each in the order of its first row)."""

@@ -157,6 +157,12 @@ class Shard:
             out.append(_predictor(model, with_dist)(x))
         return ("ok", out)
 
+    def warm(self, X, y) -> None:
+        """Feed ``X, y`` to a throwaway clone of the template: the process loads the compiled
+        kernels now (Numba reads its disk cache once per process) rather than in the first
+        real batch."""
+        self._feed(self.template.clone(), X, y, False, want=True)
+
     def replay(self, batches) -> int:
         """Learn logged batches ``[(keys, X, y), ...]`` in order (a recovery); returns the rows
         learnt."""
