@@ -76,9 +76,12 @@ class KeyedModels:
         The number of shards (Ray actors). ``None``: one per CPU (of this machine when Ray is
         started here, else the CPUs the cluster has free).
     address
-        ``None``: join the Ray of this process if there is one, else start a local one here
-        (and shut it down on :meth:`close`). ``"auto"`` or ``"ray://host:10001"`` (any address
-        ``ray.init`` takes): join that cluster (disconnecting on :meth:`close`).
+        ``None``: use the Ray of this process if there is one, else start one here, local to
+        this process, and shut it down on :meth:`close` (in a job submitted to a cluster, whose
+        environment sets ``RAY_ADDRESS``, join that cluster). ``"auto"``, ``"host:6379"`` or
+        ``"ray://host:10001"`` (any address ``ray.init`` takes): join that cluster
+        (disconnecting on :meth:`close`). When Ray runs already in this process, it is used
+        as it is and left running.
     batch_size
         Rows per batch: a call is cut into batches of this many rows, each sent as one remote
         call per shard. Larger batches amortise Ray's per-call cost (about a millisecond).
@@ -154,6 +157,7 @@ class KeyedModels:
         else:
             self._check_y = None
         self._connected = False
+        self._local = False
         self._closed = False
         self._actors: list = []
         self._connect()
@@ -177,18 +181,22 @@ class KeyedModels:
         if ray.is_initialized():
             return
         options = {"include_dashboard": False, "log_to_driver": False, "logging_level": "WARNING"}
-        if self.address is None:
-            # enough CPUs that every shard's actor gets one, even past the cores (they share)
-            cores = os.cpu_count() or 1
-            ray.init(num_cpus=max(cores, self.n_shards or 0), **options)
-        else:
+        if self.address is not None:
             ray.init(address=self.address, **options)
+        elif os.environ.get("RAY_ADDRESS"):  # a job on a cluster: Ray says where it runs
+            ray.init(**options)
+        else:
+            # a new Ray of this process ("local": not a `ray start` instance found on the
+            # machine), with enough CPUs that every shard's actor gets one, even past the cores
+            cores = os.cpu_count() or 1
+            ray.init(address="local", num_cpus=max(cores, self.n_shards or 0), **options)
+            self._local = True
         self._connected = True
 
     def _shard_count(self) -> int:
         if self.n_shards is not None:
             return self.n_shards
-        if self._connected and self.address is None:
+        if self._local:
             return os.cpu_count() or 1
         return max(1, int(ray.available_resources().get("CPU", 1)))
 
@@ -379,8 +387,10 @@ class KeyedModels:
         n, index, ckeys, xs, ys = self._prepare(keys, X, y)
         call = next(self._calls)
         out = [None] * n if want else None
-        pending: list = []  # (shard, row positions, payload, ref), in submission order
+        # [shard, row positions, payload, method, args, ref], in submission order
+        pending: list = []
         queued = [0] * self._n  # rows sent to each shard and not yet collected
+        stopped: set = set()  # shards that refused a row: they take no more of this call
         failure = None
         for start in range(0, n, self.batch_size):
             batch = []
@@ -395,17 +405,21 @@ class KeyedModels:
                 if self._log_rows[s] + queued[s] + (hi - lo) > self.log_limit
             ]
             if full:
-                failure = failure or self._collect(pending, out, queued)
+                collected = self._collect(pending, out, queued, stopped)
+                failure = failure or collected
                 pending = []
                 self._snapshot([s for s in full if self._log_rows[s] > 0])
             for s, lo, hi in batch:
+                if s in stopped:
+                    continue
                 payload = (ckeys[s][lo:hi], xs[s][lo:hi], ys[s][lo:hi])
                 method = "predict_learn" if want else "learn"
                 args = (call, *payload, with_dist) if want else (call, *payload)
                 pending.append([s, index[s][lo:hi], payload, method, args, None])
                 queued[s] += hi - lo
             self._submit(pending)
-        failure = failure or self._collect(pending, out, queued)
+        collected = self._collect(pending, out, queued, stopped)
+        failure = failure or collected
         if failure is not None:
             self._raise(failure)
         self._snapshot([s for s in range(self._n) if self._log_rows[s] >= self.log_limit])
@@ -417,9 +431,10 @@ class KeyedModels:
                 s, _, _, method, args, _ = job
                 job[5] = getattr(self._actors[s], method).remote(*args)
 
-    def _collect(self, pending, out, queued):
+    def _collect(self, pending, out, queued, stopped: set):
         """Wait for every batch in flight, in order; log what each shard learnt; recover a
-        dead shard and send its batches again. Returns the first refusal, if any."""
+        dead shard and send its batches again. Returns the first refusal, if any, and adds
+        the shards that refused a row to ``stopped``."""
         failure = None
         failed: set = set()
         k = 0
@@ -448,6 +463,7 @@ class KeyedModels:
         if failed:
             # what a refused batch left learnt is the shard's to know: snapshot it as it is
             self._snapshot(sorted(failed))
+            stopped |= failed
         return failure
 
     def _raise(self, failure):
