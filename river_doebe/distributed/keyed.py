@@ -43,6 +43,9 @@ __all__ = ["KeyedModels"]
 #: free CPU: a cluster too busy for ``n_shards`` would otherwise hang)
 START_TIMEOUT = 120.0
 
+#: the value types of the usual row, checked in bulk (anything else: the schema's checks)
+_FLOATS = frozenset({float})
+
 MANIFEST = "manifest.json"
 TEMPLATE_FILE = "template.pkl"
 FORMAT = 1
@@ -273,13 +276,18 @@ class KeyedModels:
         """The shard that holds (or will hold) ``key``."""
         return self._routed(key)[1]
 
-    def _routed(self, key):
+    def _routed(self, key, row=None):
+        """``(canonical key, shard)``, remembered (a dict lookup per row after the first)."""
+        where = "" if row is None else f"row {row}: "
         try:
             route = self._route.get(key)
         except TypeError:
-            raise TypeError(f"key {key!r} is not hashable ({type(key).__name__})") from None
+            raise TypeError(f"{where}key {key!r} is not hashable") from None
         if route is None:
-            ckey = canonical_key(key)
+            try:
+                ckey = canonical_key(key)
+            except TypeError as err:
+                raise TypeError(f"{where}{err}") from None
             route = (ckey, shard_of(ckey, self._n))
             self._route[key] = route
         return route
@@ -304,26 +312,36 @@ class KeyedModels:
             y = y.tolist() if hasattr(y, "tolist") else list(y)
             if len(y) != len(rows):
                 raise ValueError(f"got {len(y)} targets for {len(rows)} rows of features")
-        check_y = self._check_y
+        check_y = self._check_y if y is not None else None
         index = [[] for _ in range(self._n)]
         ckeys = [[] for _ in range(self._n)]
         xs = [[] for _ in range(self._n)]
         ys = [[] for _ in range(self._n)]
+        routes = self._route
         for i, key in enumerate(keys):
             try:
-                ckey, s = self._routed(key)
-            except TypeError as err:
-                raise TypeError(f"row {i}: {err}") from None
+                route = routes.get(key)
+            except TypeError:
+                raise TypeError(f"row {i}: key {key!r} is not hashable") from None
+            ckey, s = route if route is not None else self._routed(key, i)
             x = rows[i]
-            try:
-                check_row(x)
-                target = (
-                    check_y(y[i])
-                    if (y is not None and check_y is not None)
-                    else (None if y is None else y[i])
-                )
-            except (TypeError, ValueError) as err:
-                raise type(err)(f"row {i}, key {ckey!r}: {err}; nothing was sent") from None
+            target = None if y is None else y[i]
+            # the usual row (a dict of finite floats, a finite float target) in a few steps;
+            # anything else goes through the schema's own checks, which name the feature
+            if not (
+                type(x) is dict
+                and _FLOATS.issuperset(map(type, x.values()))
+                and math.isfinite(sum(x.values()))
+            ):
+                try:
+                    check_row(x)
+                except (TypeError, ValueError) as err:
+                    raise type(err)(f"row {i}, key {ckey!r}: {err}; nothing was sent") from None
+            if check_y is not None and not (type(target) is float and math.isfinite(target)):
+                try:
+                    target = check_y(target)
+                except (TypeError, ValueError) as err:
+                    raise type(err)(f"row {i}, key {ckey!r}: {err}; nothing was sent") from None
             index[s].append(i)
             ckeys[s].append(ckey)
             xs[s].append(x)
