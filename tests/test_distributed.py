@@ -9,6 +9,7 @@ closes it, so that the shards' CPUs are free for the next.
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import subprocess
 import sys
@@ -26,6 +27,10 @@ ray = pytest.importorskip("ray")
 
 from river_doebe.distributed import KeyedModels, shard_of  # noqa: E402
 from river_doebe.distributed.routing import canonical_key, encode_key  # noqa: E402
+
+# Ray starts its workers at niceness 15: on a machine shared with other jobs the shards would
+# wait for every other process; the tests' workers run at the normal priority
+os.environ.setdefault("RAY_worker_niceness", "0")
 
 #: the tests that start Ray themselves (the rest share one Ray, started at the first of them)
 OWN_RAY = {"test_an_embedded_ray_starts_with_the_models_and_stops_with_them"}
