@@ -14,9 +14,13 @@ score, learn). nMSE = MSE / Var(y over the streamed part); PLL = mean log densit
 standardised target under the moment-matched Gaussian of the model's prediction (the paper's
 figure), and ``pll_mixture`` under the model's own predictive (the E-DOEBE's is the mixture of
 its members' Gaussians), for the models that give one (``predict_one(x, with_dist=True)``: the
-Bayesian linear regressions and the E-DOEBE);
-samples/s counts the streamed part only (predict + learn per sample; the E-DOEBE's warm-up fit
-is reported separately as ``warm-up [s]``).
+Bayesian linear regressions and the E-DOEBE); for the same models, their calibration on their own
+predictive: the share of targets inside its central 90% and 50% intervals (``coverage_90``,
+``coverage_50``; the closer to 90% and 50% the better) and the CRPS of the standardised target
+(``crps``, lower is better);
+samples/s counts the streamed part only (predict + learn per sample, and the nMSE, MAE and PLL;
+not the calibration scores, timed apart as ``calibration_s``; the E-DOEBE's warm-up fit is
+reported separately as ``warm-up [s]``).
 
     python benchmarks/peers.py --quick                # a few minutes
     python benchmarks/peers.py                        # every stream present, full length
@@ -54,6 +58,32 @@ QUICK_STREAMS = STREAMS  # cut to 2000 samples
 PEER_KEYS = ("blr", "blr-smooth", "lr", "knn", "hat", "arf")
 
 
+def calibration_metrics() -> dict:
+    """The calibration metrics of a model that gives a distribution, by their key in the JSON."""
+    return {"coverage_90": rd_metrics.IntervalCoverage(0.9),
+            "coverage_50": rd_metrics.IntervalCoverage(0.5), "crps": rd_metrics.CRPS()}
+
+
+def _clocked(metric, clock: list):
+    """``metric``, the time of its updates added to ``clock[0]``: the calibration scores are the
+    benchmark's work, not the model's (an E-DOEBE's CRPS costs about as much as its step, being
+    quadratic in the members), so their time is taken out of the stream's, which keeps
+    samples/s comparable with the runs before they were scored."""
+    update = metric.update
+
+    def timed(y_true, y_pred, w=1.0):
+        start = time.perf_counter()
+        update(y_true, y_pred, w)
+        clock[0] += time.perf_counter() - start
+
+    metric.update = timed  # progressive_scores calls the instance's `update`
+    return metric
+
+
+def _closest_to(level):
+    return lambda vals: min(vals, key=lambda v: abs(v - level))
+
+
 def models(cfg: dict) -> dict:
     """name -> (factory, gives a predictive distribution): river's peers, named by their
     estimator, and the drop-in E-DOEBE with ``cfg``'s warm-up, all built by the command line's
@@ -62,8 +92,9 @@ def models(cfg: dict) -> dict:
         PEERS[key].estimator: (partial(PEERS[key].factory, cfg), PEERS[key].has_dist)
         for key in PEER_KEYS
     }
-    edoebe = MODELS["edoebe"]
-    out["EDOEBE"] = (partial(edoebe.factory, cfg), edoebe.has_dist)
+    for key, name in (("edoebe", "EDOEBE"),
+                      ("edoebe-stacking", "EDOEBE(weighting='stacking', delta=0)")):
+        out[name] = (partial(MODELS[key].factory, cfg), MODELS[key].has_dist)
     return out
 
 
@@ -103,20 +134,27 @@ def run(make, has_dist, data, every) -> dict:
         warm_s = time.perf_counter() - t0
         metric_list = {"nMSE": rd_metrics.NMSE(var_y=float(ys.var())),
                        "MAE": river_metrics.MAE()}
+        clock = [0.0]
         if has_dist:
             metric_list["PLL"] = rd_metrics.PredictiveLogLikelihood(moment_matched=True)
             metric_list["PLL_mixture"] = rd_metrics.PredictiveLogLikelihood()
+            metric_list.update({name: _clocked(metric, clock)
+                                for name, metric in calibration_metrics().items()})
         res = progressive_scores(
             zip(xs, ys.tolist(), strict=True), model, metric_list, every=every
         )
+    dist_scores = {key: float(res.scores[name]) if has_dist else None
+                   for name, key in (("PLL", "pll"), ("PLL_mixture", "pll_mixture"),
+                                     *((name, name) for name in calibration_metrics()))}
+    stream_s = res.elapsed - clock[0]
     return {
         "nmse": float(res.scores["nMSE"]),
         "mae_standardised": float(res.scores["MAE"]),
-        "pll": float(res.scores["PLL"]) if has_dist else None,
-        "pll_mixture": float(res.scores["PLL_mixture"]) if has_dist else None,
+        **dist_scores,
         "warmup_s": warm_s,
-        "stream_s": res.elapsed,
-        "samples_per_s": len(ys) / res.elapsed if res.elapsed > 0 else None,
+        "stream_s": stream_s,
+        "calibration_s": clock[0],
+        "samples_per_s": len(ys) / stream_s if stream_s > 0 else None,
         "steps": res.steps.tolist(),
         "nmse_trace": res.traces["nMSE"].tolist(),
     }
@@ -136,7 +174,10 @@ def markdown(results: dict, cfg: dict, skipped: dict, elapsed: float) -> str:
         + (" — **quick mode: rough numbers only**" if cfg["quick"] else "") + ".",
         "nMSE = MSE / Var(y) on the streamed part (lower is better); PLL = mean log density of "
         "the standardised target (higher is better; '-' where the model gives no distribution); "
-        "samples/s on the streamed part (predict + learn).",
+        "coverage = share of the targets inside the central 90% (50%) interval of the model's "
+        "own predictive (best: the closest to 90% (50%)); CRPS = mean continuous ranked "
+        "probability score of the standardised target under the model's own predictive (lower "
+        "is better); samples/s on the streamed part (predict + learn).",
         f"Total time: {elapsed / 60:.1f} min.",
         "",
     ]
@@ -145,6 +186,11 @@ def markdown(results: dict, cfg: dict, skipped: dict, elapsed: float) -> str:
         ("pll", "PLL (moment-matched Gaussian, the paper's protocol)", "{:.3f}", max),
         ("pll_mixture", "PLL (the model's own predictive: for the E-DOEBE, its mixture)",
          "{:.3f}", max),
+        ("coverage_90", "90% interval coverage (the model's own predictive)", "{:.1%}",
+         _closest_to(0.9)),
+        ("coverage_50", "50% interval coverage (the model's own predictive)", "{:.1%}",
+         _closest_to(0.5)),
+        ("crps", "CRPS (the model's own predictive)", "{:.4f}", min),
         ("samples_per_s", "samples/s", "{:,.0f}", None),
         ("warmup_s", "warm-up [s]", "{:.1f}", None),
     ):
@@ -187,6 +233,9 @@ def parse_args(argv=None):
                    "../shared/data beside the checkout)")
     p.add_argument("--max-samples", type=int, default=None, help="truncate every stream")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--models", nargs="+", default=None, metavar="NAME",
+                   help="run only these models and add their rows to the peers.json already "
+                   "in --out (run with the same settings)")
     return p.parse_args(argv)
 
 
@@ -206,7 +255,16 @@ def main(argv=None) -> int:
         present = set(datasets.available(None))
     wanted = args.streams or (QUICK_STREAMS if args.quick else STREAMS)
     t_start = time.perf_counter()
-    results, skipped = {}, {}
+    results, skipped, earlier = {}, {}, None
+    chosen = models(cfg)
+    if args.models:
+        unknown = sorted(set(args.models) - set(chosen))
+        if unknown:
+            raise SystemExit(f"unknown model(s) {unknown}; the models are {list(chosen)}")
+        earlier = json.loads((args.out / "peers.json").read_text())
+        if earlier["config"] != json_safe({**cfg, "starts": list(cfg["starts"])}):
+            raise SystemExit(f"--models: {args.out / 'peers.json'} was run with other settings")
+        chosen = {k: v for k, v in chosen.items() if k in args.models}
     for name in [s.strip().lower().replace("-", "_") for s in wanted]:
         if name not in present:
             skipped[name] = "unknown stream" if name not in datasets.NAMES else "file not found"
@@ -221,7 +279,7 @@ def main(argv=None) -> int:
         every = max(1, len(data[3]) // 200)
         print(f"{name}: {len(data[1])} warm-up + {len(data[3])} streamed samples", flush=True)
         results[name] = {}
-        for model_name, (make, has_dist) in models(cfg).items():
+        for model_name, (make, has_dist) in chosen.items():
             try:
                 r = run(make, has_dist, data, every)
             except Exception as err:  # noqa: BLE001 - one failure must not end the run
@@ -229,11 +287,18 @@ def main(argv=None) -> int:
                 print(f"  {model_name:<42} FAILED {r['error']}", flush=True)
             else:
                 pll = "-" if r["pll"] is None else f"{r['pll']:.3f}"
-                print(f"  {model_name:<42} nMSE {r['nmse']:.4f}  PLL {pll:>8}  "
+                cov = "-" if r["coverage_90"] is None else f"{r['coverage_90']:.1%}"
+                print(f"  {model_name:<42} nMSE {r['nmse']:.4f}  PLL {pll:>8}  cov90 {cov:>6}  "
                       f"{r['samples_per_s']:>9,.0f} samples/s  (warm-up {r['warmup_s']:.1f} s)",
                       flush=True)
             results[name][model_name] = r
     elapsed = time.perf_counter() - t_start
+    if earlier is not None:  # the new rows join the earlier run's (its time is kept)
+        for name, rows in results.items():
+            earlier["results"].setdefault(name, {}).update(rows)
+        results, skipped, elapsed = earlier["results"], earlier["skipped"], earlier["elapsed_s"]
+        results = {s: {m: results[s][m] for m in models(cfg) if m in results[s]}
+                   for s in results}
     args.out.mkdir(parents=True, exist_ok=True)
     doc = {"config": {**cfg, "starts": list(cfg["starts"])}, "results": results,
            "skipped": skipped, "elapsed_s": elapsed}

@@ -5,13 +5,15 @@ Experiments (``--experiments``, default: all):
 
 - ``exp1``      Sec. 5.1: static (OE-X) and dynamic (DOE-X) ensembles of one basis family each:
                 additive HSGP, RFF, Poly (additive degrees 2, 3 and 4 in one ensemble), Linear
-                and RBF, on the paper's seven streams.
+                and RBF, on the paper's seven streams, and this package's additive P-splines
+                (BSpline), which the paper left out.
 - ``exp2``      Sec. 5.2: a two-member ensemble of additive HSGPs, one dynamic and one static,
                 run as a DOEBE (Bayesian model averaging) and as an E-DOEBE (switching twins,
                 delta = 0.01), on ``StaticThenDrift`` (static until the weights collapse onto
                 the static member, then drifting) and on Kuka #1 and SARCOS when their files
                 exist. Plots the dynamic member's weight over time.
-- ``exp3``      Sec. 5.3: E-DOEBE on the HSGP, RFF and RBF members against those families alone.
+- ``exp3``      Sec. 5.3: E-DOEBE on the HSGP, RFF and RBF members against those families alone,
+                and an E-DOEBE with the P-splines' members as well ("E-DOEBE + BSpline").
 - ``sampling``  App. C: DOE-HSGP and DOE-RFF with the empirical-Bayes modes only ("MLE",
                 ``n_samples = 1``) against the modes plus Laplace draws ("Sample"), on
                 Elevators, SARCOS and CaData; one-sided Wilcoxon signed-rank tests when there are
@@ -21,6 +23,10 @@ Experiments (``--experiments``, default: all):
                 (250 frequencies) on the UCI sets, warm-up 100.
 - ``off``       App. G: DOE-RFF against DOE-OFF (optimised Fourier features), both sampled with
                 the Gaussian perturbation strategy.
+- ``stacking``  Beyond the paper: the E-DOEBE's members (Exp. 3) weighted by model averaging with
+                switching between twins (the paper) against online stacking of their predictive
+                densities (``weighting="stacking"``), with the twins' switching, without any
+                tracking, and with a fixed share with the uniform instead.
 
 Protocol (paper Sec. 5; DESIGN.md Sec. 6): standardise ``X`` and ``y`` with the mean and standard
 deviation of the first ``n_warmup`` samples (1000; 100 for ``uci``), fit every family's
@@ -39,13 +45,20 @@ fastest in the first few samples can then push the others out for good).
 
 Outputs in ``--out`` (default ``benchmarks/results/``): ``<experiment>.json`` with every number
 behind every figure (per trial: final nMSE and PLL, the nMSE and PLL traces, timings; Exp. 2: the
-weight traces), ``results.md`` (for each experiment, method x stream tables of nMSE and PLL, mean
-and standard deviation over trials) and PNG plots: ``<experiment>_<stream>_nmse.png`` (nMSE
+weight traces), ``results.md`` (for each experiment whose JSON is in ``--out``, this run's or an
+earlier one's, method x stream tables of nMSE and PLL, mean and standard deviation over trials,
+under the settings it was run with) and PNG plots: ``<experiment>_<stream>_nmse.png`` (nMSE
 against samples seen, mean and +-1 std over trials) and ``exp2_<stream>_weights.png``.
 
     python benchmarks/reproduce.py --quick                     # a few minutes
     python benchmarks/reproduce.py --experiments exp1 exp3 --trials 10
     python benchmarks/reproduce.py --streams friedman1 elevators --trials 3
+    python benchmarks/reproduce.py --experiments exp1 exp3 --trials 3 --methods DOE-BSpline \
+        OE-BSpline "E-DOEBE + BSpline" --merge   # add rows to the results already there
+
+``--methods`` runs only the methods of those labels; ``--merge`` adds what a run measured to the
+``<experiment>.json`` already in ``--out`` (its other methods, streams and experiments are kept)
+and rewrites ``results.md`` from every experiment file there.
 
 ``--quick`` shortens everything (streams cut to 3,000 samples, StaticThenDrift 6,000, warm-up 500
 (UCI: 100), one start, two members per mode, one trial); it checks that the pipeline works and
@@ -62,7 +75,7 @@ import sys
 import time
 import warnings
 import zlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -81,7 +94,7 @@ from river_doebe.warmup import (
     family_templates,
 )
 
-EXPERIMENTS = ("exp1", "exp2", "exp3", "sampling", "delta", "uci", "off")
+EXPERIMENTS = ("exp1", "exp2", "exp3", "sampling", "delta", "uci", "off", "stacking")
 TITLES = {
     "exp1": "Experiment 1: comparing basis expansions (static OE-X and dynamic DOE-X)",
     "exp2": "Experiment 2: collapse of the BMA weights (DOEBE) and E-DOEBE",
@@ -90,6 +103,7 @@ TITLES = {
     "delta": "Appendix D: sensitivity of E-DOEBE to the switching probability delta",
     "uci": "Appendix E: additive HSGP against RFF on the UCI sets",
     "off": "Appendix G: random (DOE-RFF) against optimised (DOE-OFF) Fourier features",
+    "stacking": "Beyond the paper: model averaging with switching against online stacking",
 }
 PAPER_STREAMS = datasets.PAPER_NAMES
 STREAMS = {
@@ -100,6 +114,7 @@ STREAMS = {
     "delta": PAPER_STREAMS,
     "uci": datasets.UCI_NAMES,
     "off": PAPER_STREAMS,
+    "stacking": PAPER_STREAMS,
 }
 QUICK_STREAMS = STREAMS  # every stream present, cut short
 DELTAS = (0.01, 0.05, 0.1, 0.2)
@@ -124,6 +139,7 @@ class Config:
     maxiter: int = 200
     quick: bool = False
     exp2_samples: int = 10000
+    methods: tuple = ()  # labels to run (empty: every method of each experiment)
 
     @classmethod
     def from_args(cls, args) -> Config:
@@ -138,6 +154,7 @@ class Config:
         if args.starts is not None:
             cfg.starts = tuple(args.starts)
         cfg.replay = bool(args.replay)
+        cfg.methods = tuple(args.methods or ())
         return cfg
 
 
@@ -312,10 +329,10 @@ def doebe(members, var_rw: float) -> DOEBE:
     return DOEBE([DOBE(m.basis, m.var_theta, m.var_eps, var_rw=var_rw) for m in members])
 
 
-def edoebe(members, delta: float) -> EDOEBE:
+def edoebe(members, delta: float, **weighting) -> EDOEBE:
     return EDOEBE(
         models=[DOBE(m.basis, m.var_theta, m.var_eps) for m in members],
-        rw_variances=(VAR_RW,), delta=delta,
+        rw_variances=(VAR_RW,), delta=delta, **weighting,
     )
 
 
@@ -330,10 +347,11 @@ class Method:
     families: tuple  # family keys whose fits the model uses
     kind: str  # "doe", "oe", "doe-mle", "edoebe", "pair-doebe", "pair-edoebe"
     delta: float = 0.01
+    weighting: tuple = ()  # the E-DOEBE's weight rule, as (name, value) pairs
 
     @property
     def key(self):
-        return (self.kind, self.families, self.delta)
+        return (self.kind, self.families, self.delta, self.weighting)
 
     def build(self, fitted: list):
         if self.kind == "doe":
@@ -343,7 +361,7 @@ class Method:
         if self.kind == "doe-mle":
             return doebe([m for m in fitted if m.is_mode], VAR_RW)
         if self.kind == "edoebe":
-            return edoebe(fitted, self.delta)
+            return edoebe(fitted, self.delta, **dict(self.weighting))
         if self.kind == "pair-doebe":  # member 0 dynamic, member 1 static
             (m,) = fitted[:1]
             return DOEBE([DOBE(m.basis, m.var_theta, m.var_eps, var_rw=VAR_RW),
@@ -360,13 +378,16 @@ def _tag(key):
 def methods_for(experiment: str) -> list[Method]:
     if experiment == "exp1":
         out = []
-        for fam in ("hsgp", "rff", "poly", "linear", "rbf"):
+        for fam in ("hsgp", "rff", "poly", "linear", "rbf", "bspline"):
             out += [Method(f"DOE-{_tag(fam)}", (fam,), "doe"),
                     Method(f"OE-{_tag(fam)}", (fam,), "oe")]
         return out
     if experiment == "exp3":
         out = [Method("E-DOEBE", DEFAULT_FAMILIES, "edoebe", 0.01)]
-        for fam in DEFAULT_FAMILIES:
+        splines = (*DEFAULT_FAMILIES, "bspline") if "bspline" not in DEFAULT_FAMILIES else None
+        if splines:  # does the E-DOEBE gain from the P-splines' members?
+            out.append(Method("E-DOEBE + BSpline", splines, "edoebe", 0.01))
+        for fam in (*DEFAULT_FAMILIES, *(("bspline",) if splines else ())):
             out += [Method(f"DOE-{_tag(fam)}", (fam,), "doe"),
                     Method(f"OE-{_tag(fam)}", (fam,), "oe")]
         return out
@@ -387,6 +408,15 @@ def methods_for(experiment: str) -> list[Method]:
         return out
     if experiment == "off":
         return [Method("DOE-RFF", ("rff-perturb",), "doe"), Method("DOE-OFF", ("off",), "doe")]
+    if experiment == "stacking":
+        stack = (("weighting", "stacking"),)
+        return [
+            Method("E-DOEBE (BMA, switching)", DEFAULT_FAMILIES, "edoebe", 0.01),
+            Method("stacking, switching", DEFAULT_FAMILIES, "edoebe", 0.01, stack),
+            Method("stacking", DEFAULT_FAMILIES, "edoebe", 0.0, stack),
+            Method("stacking, share 1e-3", DEFAULT_FAMILIES, "edoebe", 0.0,
+                   (*stack, ("share", 1e-3))),
+        ]
     if experiment == "exp2":
         return [Method("DOEBE", ("hsgp-exp2",), "pair-doebe"),
                 Method("E-DOEBE", ("hsgp-exp2",), "pair-edoebe", 0.01)]
@@ -414,7 +444,14 @@ def _moving_average(a, n=10):
     return (c[n:] - c[:-n]) / n
 
 
-def run_one(model, prep: Prepared, cfg: Config, record_weight=False) -> dict:
+#: the calibration scores of the stacking experiment (by their key in the JSON)
+CALIBRATION = {"coverage_90": lambda: rd_metrics.IntervalCoverage(0.9),
+               "coverage_50": lambda: rd_metrics.IntervalCoverage(0.5),
+               "crps": rd_metrics.CRPS}
+
+
+def run_one(model, prep: Prepared, cfg: Config, record_weight=False,
+            calibration=False) -> dict:
     if cfg.replay:
         # as EDOEBE() does: every member filters the window, and the weights start uniform
         # after it (the window is in-sample for the fitted hyperparameters, so its predictive
@@ -429,11 +466,13 @@ def run_one(model, prep: Prepared, cfg: Config, record_weight=False) -> dict:
         # the mixture of its members (the same for a single learner)
         # in blocks of rows (the same predictions), but one sample at a time where the weight
         # after every step is recorded
+        scores = {"nMSE": rd_metrics.NMSE(var_y=float(prep.Ys.var())),
+                  "PLL": rd_metrics.PredictiveLogLikelihood(moment_matched=True),
+                  "PLL_mixture": rd_metrics.PredictiveLogLikelihood()}
+        if calibration:  # (the CRPS of a mixture is quadratic in its members: only where asked)
+            scores.update({key: make() for key, make in CALIBRATION.items()})
         res = progressive_scores(
-            zip(prep.dicts(), prep.Ys.tolist(), strict=True), model,
-            {"nMSE": rd_metrics.NMSE(var_y=float(prep.Ys.var())),
-             "PLL": rd_metrics.PredictiveLogLikelihood(moment_matched=True),
-             "PLL_mixture": rd_metrics.PredictiveLogLikelihood()},
+            zip(prep.dicts(), prep.Ys.tolist(), strict=True), model, scores,
             every=every, on_learnt=hook, block_size=1 if hook is not None else 256,
         )
     out = {
@@ -445,6 +484,7 @@ def run_one(model, prep: Prepared, cfg: Config, record_weight=False) -> dict:
         "steps": res.steps.tolist(),
         "nmse_trace": res.traces["nMSE"].tolist(),
         "pll_trace": res.traces["PLL"].tolist(),
+        **{key: float(res.scores[key]) for key in CALIBRATION if calibration},
     }
     if hook is not None:
         w = hook.w
@@ -481,7 +521,10 @@ class Runner:
         cfg = self.cfg
         warmup = cfg.uci_warmup if experiment == "uci" else cfg.n_warmup
         methods = methods_for(experiment)
+        if cfg.methods:
+            methods = [m for m in methods if m.label in cfg.methods]
         trials = 1 if experiment == "exp2" else cfg.trials  # Exp. 2 is deterministic
+        t_start = time.perf_counter()
         doc = {"title": TITLES[experiment], "n_warmup": warmup, "trials": trials,
                "methods": [m.label for m in methods], "streams": {}, "skipped": {}}
         for name in stream_names:
@@ -510,7 +553,8 @@ class Runner:
                                       for mem in self.fits.get(prep, fam, trial)]
                             model = m.build(fitted)
                             result = run_one(model, prep, cfg,
-                                             record_weight=experiment == "exp2")
+                                             record_weight=experiment == "exp2",
+                                             calibration=experiment == "stacking")
                             result["n_members"] = len(model.models) * (
                                 2 if isinstance(model, EDOEBE) else 1
                             )
@@ -528,7 +572,9 @@ class Runner:
                                  f"({result['elapsed_s']:.1f} s)")
             for entry in per_method.values():
                 ok = [t for t in entry["trials"] if "error" not in t]
-                for metric in ("nmse", "pll", "pll_mixture"):
+                for metric in ("nmse", "pll", "pll_mixture", *CALIBRATION):
+                    if experiment != "stacking" and metric in CALIBRATION:
+                        continue
                     vals = np.array([t[metric] for t in ok], dtype=float)
                     entry[f"{metric}_mean"] = float(vals.mean()) if len(vals) else None
                     entry[f"{metric}_std"] = float(vals.std()) if len(vals) else None
@@ -538,6 +584,7 @@ class Runner:
             }
             if experiment == "sampling":
                 doc["streams"][name]["wilcoxon"] = wilcoxon_tests(per_method)
+        doc["elapsed_s"] = time.perf_counter() - t_start
         return doc
 
 
@@ -570,40 +617,62 @@ def wilcoxon_tests(per_method: dict) -> dict:
 # ---------------------------------------------------------------------------------------------
 
 
-def _cell(mean, std, n_trials, bold=False):
+def _closest(level: float):
+    """The "best" of coverages: the one closest to its level."""
+    return lambda vals: min(vals, key=lambda v: abs(v - level))
+
+
+def _cell(mean, std, n_trials, bold=False, fmt=".3f"):
     if mean is None:
         return "failed"
-    text = f"{mean:.3f} ± {std:.3f}" if n_trials > 1 else f"{mean:.3f}"
+    text = f"{mean:{fmt}} ± {std:{fmt}}" if n_trials > 1 else f"{mean:{fmt}}"
     return f"**{text}**" if bold else text
 
 
-def markdown(docs: dict, cfg: Config, elapsed: float) -> str:
-    length = f"at most {cfg.max_samples} samples per stream" if cfg.max_samples else "full streams"
+def settings(cfg: dict) -> str:
+    """One line of the settings an experiment ran with (its JSON's ``config``)."""
+    length = (f"at most {cfg['max_samples']} samples per stream" if cfg.get("max_samples")
+              else "full streams")
+    return (
+        f"Settings: warm-up {cfg['n_warmup']} samples (UCI: {cfg['uci_warmup']}), "
+        f"{cfg['n_samples']} members per mode, starts {list(cfg['starts'])}, {cfg['trials']} "
+        f"trial(s), {length} (StaticThenDrift: {cfg['exp2_samples']}), replay of the warm-up "
+        f"window: {'yes' if cfg['replay'] else 'no'}"
+        + (" — **quick mode: rough numbers only**" if cfg.get("quick") else "") + "."
+    )
+
+
+def markdown(docs: dict) -> str:
+    """``results.md``: every experiment of ``docs`` (each with the ``config`` it ran with)."""
     lines = [
         "# Reproduction of Waxman & Djuric (TMLR 2024) with river-doebe",
         "",
-        f"Settings: warm-up {cfg.n_warmup} samples (UCI: {cfg.uci_warmup}), {cfg.n_samples} "
-        f"members per mode, starts {list(cfg.starts)}, {cfg.trials} trial(s), {length} "
-        f"(StaticThenDrift: {cfg.exp2_samples}), "
-        f"replay of the warm-up window: {'yes' if cfg.replay else 'no'}"
-        + (" — **quick mode: rough numbers only**" if cfg.quick else "") + ".",
         "Scoring: strictly one step ahead on the samples after the warm-up; nMSE = MSE / Var(y) "
         "over those samples (lower is better); PLL = mean log density of the standardised target "
         "under the moment-matched Gaussian prediction, the paper's figure (higher is better); "
         "for the ensembles of Exp. 3 also under their own predictive, the mixture of the members' "
         "Gaussians (`PredictiveLogLikelihood()`). Cells: mean ± std over "
         "trials (the mean alone for one trial); best per stream in bold.",
-        f"Total time: {elapsed / 60:.1f} min.",
         "",
     ]
     for experiment, doc in docs.items():
-        lines += [f"## {doc['title']}", ""]
+        lines += [f"## {doc['title']}", "", settings(doc["config"])
+                  + (f" Time: {doc['elapsed_s'] / 60:.1f} min." if doc.get("elapsed_s") else ""),
+                  ""]
         streams = list(doc["streams"])
         if not streams:
             lines += ["No stream was available.", ""]
         table_metrics = [("nmse", "nMSE", min), ("pll", "PLL", max)]
-        if experiment in ("exp3", "delta"):
+        if experiment in ("exp3", "delta", "stacking"):
             table_metrics.append(("pll_mixture", "PLL of the exact predictive mixture", max))
+        if experiment == "stacking":
+            table_metrics += [
+                ("coverage_90", "90% interval coverage of the mixture (best: closest to 90%)",
+                 _closest(0.9)),
+                ("coverage_50", "50% interval coverage of the mixture (best: closest to 50%)",
+                 _closest(0.5)),
+                ("crps", "CRPS of the mixture (standardised target; lower is better)", min),
+            ]
         for metric, label, better in table_metrics:
             if not streams:
                 break
@@ -617,10 +686,14 @@ def markdown(docs: dict, cfg: Config, elapsed: float) -> str:
             for mlabel in doc["methods"]:
                 cells = []
                 for s in streams:
-                    e = doc["streams"][s]["methods"][mlabel]
+                    e = doc["streams"][s]["methods"].get(mlabel)
+                    if e is None:  # a merged method not run on this stream
+                        cells.append("-")
+                        continue
                     mean, std = e[f"{metric}_mean"], e[f"{metric}_std"]
                     n_ok = sum("error" not in t for t in e["trials"])
-                    cells.append(_cell(mean, std, n_ok, mean is not None and mean == best[s]))
+                    cells.append(_cell(mean, std, n_ok, mean is not None and mean == best[s],
+                                       ".4f" if metric == "crps" else ".3f"))
                 lines.append(f"| {mlabel} | " + " | ".join(cells) + " |")
             lines.append("")
         if experiment == "exp2":
@@ -713,17 +786,75 @@ def plot_weights(plt, path: Path, stream: str, entry: dict) -> None:
     plt.close(fig)
 
 
-def write_outputs(out: Path, docs: dict, cfg: Config, elapsed: float) -> list[Path]:
+def merge_into(out: Path, docs: dict, cfg: Config) -> tuple[dict, Config]:
+    """Every experiment file in ``out`` with this run's methods added (a method measured again
+    replaces its old entry), and the settings they share.
+
+    The runs merged must share the protocol (warm-up, members, starts, trials, stream length,
+    seed, replay): their rows are then comparable, and the run's ``results.md`` header holds for
+    every table. ``methods`` is the union.
+    """
+    same = ("n_warmup", "uci_warmup", "n_samples", "starts", "trials", "max_samples", "seed",
+            "replay", "maxiter", "quick")
+    merged: dict = {}
+    for experiment in EXPERIMENTS:
+        path = out / f"{experiment}.json"
+        old = json.loads(path.read_text()) if path.exists() else None
+        new = docs.get(experiment)
+        if old is None:
+            if new is not None:
+                merged[experiment] = new
+            continue
+        old_cfg = old.pop("config")
+        old.pop("experiment", None)
+        clash = [k for k in same if json_safe(old_cfg.get(k)) != json_safe(getattr(cfg, k))]
+        if clash:
+            raise SystemExit(f"--merge: {path} was run with other settings ({', '.join(clash)}); "
+                             "rerun with the same ones or write to another --out")
+        if new is not None:
+            order = [m.label for m in methods_for(experiment)]
+            labels = set(old["methods"]) | set(new["methods"])
+            old["methods"] = [m for m in order if m in labels] + sorted(labels - set(order))
+            for stream, entry in new["streams"].items():
+                if stream in old["streams"]:
+                    old["streams"][stream]["methods"].update(entry["methods"])
+                else:
+                    old["streams"][stream] = entry
+            for stream, why in new["skipped"].items():
+                if stream not in old["streams"]:
+                    old["skipped"][stream] = why
+        old["config"] = old_cfg  # (a touched experiment is written with this run's)
+        merged[experiment] = old
+    cfg = replace(cfg, methods=())
+    return merged, cfg
+
+
+def write_outputs(out: Path, docs: dict, cfg: Config, touched=None) -> list[Path]:
+    """This run's ``<experiment>.json`` files and plots (after a merge, ``touched``: only the
+    experiments this run measured), and ``results.md`` over every experiment whose JSON is in
+    ``out`` (an earlier run's stay, under their own settings)."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for experiment, doc in docs.items():
+        if touched is not None and experiment not in touched:
+            continue
+        doc["config"] = asdict(cfg)
         path = out / f"{experiment}.json"
-        payload = {"experiment": experiment, "config": asdict(cfg), **doc}
+        payload = {"experiment": experiment, **doc}
         path.write_text(json.dumps(json_safe(payload), indent=1) + "\n")
         written.append(path)
+    every = {}
+    for experiment in EXPERIMENTS:
+        path = out / f"{experiment}.json"
+        if experiment in docs:
+            every[experiment] = docs[experiment]
+        elif path.exists():
+            every[experiment] = json.loads(path.read_text())
     md = out / "results.md"
-    md.write_text(markdown(docs, cfg, elapsed))
+    md.write_text(markdown(every))
     written.append(md)
+    if touched is not None:
+        docs = {k: v for k, v in docs.items() if k in touched}
     plt = _pyplot()
     if plt is None:
         print("matplotlib is not installed: no plots (pip install matplotlib)", file=sys.stderr)
@@ -779,6 +910,12 @@ def parse_args(argv=None):
     p.add_argument("--max-samples", type=_positive_int, default=None,
                    help="truncate every stream (default: full; 3000 with --quick)")
     p.add_argument("--seed", type=int, default=None, help="base seed (default 0)")
+    p.add_argument("--methods", nargs="+", default=None, metavar="LABEL",
+                   help="run only the methods of these labels (e.g. DOE-BSpline)")
+    p.add_argument("--merge", action="store_true",
+                   help="add the results to the experiment files already in --out (keeping "
+                   "their other methods, streams and experiments) and rewrite results.md "
+                   "from all of them")
     p.add_argument("--no-replay", dest="replay", action="store_false",
                    help="start the members from their prior after the fit (the paper's code) "
                    "instead of filtering the warm-up window through them first")
@@ -803,8 +940,10 @@ def main(argv=None) -> int:
             names = (QUICK_STREAMS if cfg.quick else STREAMS)[experiment]
         runner.log(f"=== {TITLES[experiment]}")
         docs[experiment] = runner.run_experiment(experiment, names)
-    elapsed = time.perf_counter() - runner.t0
-    written = write_outputs(args.out, docs, cfg, elapsed)
+    touched = set(docs) if args.merge else None
+    if args.merge:
+        docs, cfg = merge_into(args.out, docs, cfg)
+    written = write_outputs(args.out, docs, cfg, touched=touched)
     print((args.out / "results.md").read_text())
     print("wrote:", *[str(p) for p in written], sep="\n  ")
     return 0

@@ -47,6 +47,7 @@ __version__ = "0.1.0"
 # the public submodules, imported on first attribute access (PEP 562)
 _SUBMODULES = (
     "basis",
+    "calibration",
     "cli",
     "datasets",
     "distributed",

@@ -19,6 +19,7 @@ __all__ = [
     "check_starts",
     "check_transition",
     "check_weight_floor",
+    "check_weighting",
 ]
 
 
@@ -63,6 +64,18 @@ def check_probability(name: str, value, upper: float = 1.0) -> None:
 
 def check_weight_floor(value) -> None:
     check_probability("weight_floor", value)
+
+
+def check_weighting(weighting, stacking_rate, share) -> None:
+    """The weight rule of an ensemble: ``"bma"`` or ``"stacking"``, a Soft-Bayes rate in
+    ``(0, 1]`` and a fixed share in ``[0, 1)``."""
+    from river_doebe.engine.weighting import WEIGHTINGS
+
+    if not isinstance(weighting, str) or weighting not in WEIGHTINGS:
+        raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
+    if not (_is_real(stacking_rate) and 0.0 < stacking_rate <= 1.0):
+        raise ValueError(f"stacking_rate must be in (0, 1], got {stacking_rate!r}")
+    check_probability("share", share)
 
 
 def check_int(name: str, value, low: int) -> None:

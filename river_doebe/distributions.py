@@ -316,8 +316,10 @@ class GaussianMixture(_NotANumber, proba.base.ContinuousDistribution):
     # ------------------------------------------------------------------ density
     def _log_terms(self, x: float) -> np.ndarray:
         r = x - self.means
+        with np.errstate(divide="ignore"):  # a weight that underflowed to 0: a -inf term
+            log_w = np.log(self.weights)
         return (
-            np.log(self.weights)
+            log_w
             - 0.5 * r * r / self.variances
             - 0.5 * np.log(self.variances)
             - _HALF_LOG_2PI

@@ -1,6 +1,6 @@
 """The E-DOEBE (paper Sec. 4.2): an ensemble of static and dynamic twins that warms itself up.
 
-:class:`BaseEDOEBE` holds everything the regressor and the classifier share: the twelve
+:class:`BaseEDOEBE` holds everything the regressor and the classifier share: the fifteen
 parameters and their checks, the blocks of random-walk levels and their switching matrix, the
 warm-up (fallback, window, the one pipeline of :func:`river_doebe.warmup.fit_ensemble`, a window
 that fails), ``describe``, ``finish_warmup`` and ``from_batch``. :class:`EDOEBE` and
@@ -25,6 +25,7 @@ from river_doebe._checks import (
     check_seed,
     check_starts,
     check_weight_floor,
+    check_weighting,
 )
 from river_doebe._schema import Schema, check_frame, check_targets, column_values
 from river_doebe.base import ArrayClassifier, ArrayRegressor, distributions
@@ -36,6 +37,7 @@ from river_doebe.engine import (
     edoebe_transition,
     twin_members,
 )
+from river_doebe.engine.weighting import STACKING_RATE
 from river_doebe.ensemble import BaseEnsemble, check_models, member_records
 from river_doebe.labels import Labels
 from river_doebe.learner import DOBE, DOBEClassifier
@@ -92,6 +94,7 @@ def check_edoebe_params(model, kind: type, name: str) -> None:
     edoebe_transition(1, len(model._levels()), float(model.delta))
     check_seed(model.seed)
     check_weight_floor(model.weight_floor)
+    check_weighting(model.weighting, model.stacking_rate, model.share)
     check_starts(model.starts)
     check_bool("replay", model.replay)
     check_bool("verbose", model.verbose)
@@ -118,6 +121,9 @@ class BaseEDOEBE(BaseEnsemble):
         replay: bool = True,
         verbose: bool = False,
         static: bool = True,
+        weighting: str = "bma",
+        stacking_rate: float = STACKING_RATE,
+        share: float = 0.0,
     ):
         self.families = families
         self.n_warmup = n_warmup
@@ -131,6 +137,9 @@ class BaseEDOEBE(BaseEnsemble):
         self.replay = replay
         self.verbose = verbose
         self.static = static
+        self.weighting = weighting
+        self.stacking_rate = stacking_rate
+        self.share = share
         learner = self._learner_type
         check_edoebe_params(self, learner, learner.__name__)
         self._std = None
@@ -256,7 +265,7 @@ class BaseEDOEBE(BaseEnsemble):
             X, targets, task=self.task, names=names, families=self.families,
             n_samples=int(self.n_samples), levels=self._levels(), delta=float(self.delta),
             weight_floor=float(self.weight_floor), starts=tuple(self.starts), seed=self.seed,
-            replay=bool(self.replay), verbose=bool(self.verbose),
+            replay=bool(self.replay), verbose=bool(self.verbose), weighting=self._weighting(),
         )
         self._warm_log_evidence = self._warm.log_evidence
         self._warm = None
@@ -487,9 +496,9 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
             "starts": (1.0,),
             "seed": 1,
         }
-        yield {
-            "models": [DOBE(Linear(), var_eps=1.0), DOBE(RandomFourierFeatures(8, seed=3))],
-        }
+        models = [DOBE(Linear(), var_eps=1.0), DOBE(RandomFourierFeatures(8, seed=3))]
+        yield {"models": models}
+        yield {"models": models, "weighting": "stacking", "stacking_rate": 0.2, "share": 0.01}
 
 
 class EDOEBEClassifier(BaseEDOEBE, ArrayClassifier, base.MiniBatchClassifier):
@@ -678,9 +687,13 @@ _PARAMETERS = """    Parameters
         Whether the static members are kept. With ``static=False`` and one random-walk level
         the ensemble is the paper's DOE-X (every member dynamic, plain model averaging); with
         ``rw_variances=()`` it is OE-X (every member static).
+    weighting, stacking_rate, share
+        The weight rule, ``"bma"`` (the paper) or ``"stacking"`` (Soft-Bayes of rate
+        ``stacking_rate``, see :mod:`river_doebe.engine.weighting`), and a fixed ``share`` with
+        the uniform after the switching step between twins (``delta``).
 """
 
-# one Parameters section for both tasks (they take the same twelve parameters)
+# one Parameters section for both tasks (they take the same fifteen parameters)
 EDOEBE.__doc__ = EDOEBE.__doc__.replace("{parameters}", _parameters("DOBE"))
 EDOEBEClassifier.__doc__ = EDOEBEClassifier.__doc__.replace(
     "{parameters}", _parameters("DOBEClassifier")

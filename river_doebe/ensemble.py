@@ -14,10 +14,11 @@ import copy
 import numpy as np
 from river import base
 
-from river_doebe._checks import check_transition, check_weight_floor
+from river_doebe._checks import check_transition, check_weight_floor, check_weighting
 from river_doebe.base import ArrayClassifier, ArrayEstimator, ArrayRegressor
 from river_doebe.basis import Linear
 from river_doebe.engine import WEIGHT_FLOOR, Engine, LogisticEngine, Member
+from river_doebe.engine.weighting import STACKING_RATE, Weighting
 from river_doebe.learner import DOBE, DOBEClassifier
 
 __all__ = ["DOEBE", "DOEBEClassifier", "SDOEBE", "SDOEBEClassifier", "BaseEnsemble"]
@@ -48,8 +49,9 @@ class BaseEnsemble(ArrayEstimator):
     """What every ensemble shares: members, weights, the engine of the task.
 
     ``_engine_type`` is the likelihood (:class:`~river_doebe.engine.Engine` or
-    :class:`~river_doebe.engine.LogisticEngine`); the host stores ``models`` (learners) and
-    ``weight_floor``. The members' outputs come from the task's face (``_member_view``).
+    :class:`~river_doebe.engine.LogisticEngine`); the host stores ``models`` (learners),
+    ``weight_floor`` and the weight rule (``weighting``, ``stacking_rate``, ``share``). The
+    members' outputs come from the task's face (``_member_view``).
     """
 
     _engine_type: type[Engine] = Engine
@@ -64,7 +66,10 @@ class BaseEnsemble(ArrayEstimator):
     def _make_engine(self, n_inputs: int) -> Engine:
         members = self._members_for(n_inputs)
         return self._engine_type(members, self._transition(len(members)),
-                                 float(self.weight_floor))
+                                 float(self.weight_floor), self._weighting())
+
+    def _weighting(self) -> Weighting:
+        return Weighting(self.weighting, float(self.stacking_rate), float(self.share))
 
     def _n_members_before(self) -> int:
         """How many members the ensemble will have (its weights before any data)."""
@@ -164,6 +169,15 @@ class DOEBE(BaseEnsemble, ArrayRegressor, base.MiniBatchRegressor):
         back under model averaging (37 nats of evidence), and pruning it there can drop a whole
         family that would have led later (CaData); the default 1e-100 prunes only members that
         would need 230 nats to return.
+    weighting
+        ``"bma"``: Bayesian model averaging, as above. ``"stacking"``: online stacking, the
+        weights of the mixture that predicts best (the Soft-Bayes step, see
+        :mod:`river_doebe.engine.weighting`), which can beat every member.
+    stacking_rate
+        The Soft-Bayes rate ``eta`` in ``(0, 1]`` of ``"stacking"`` (1 is Bayes' rule).
+    share
+        A fixed share in ``[0, 1)``: before each prediction the weights are mixed with the
+        uniform, ``w <- (1 - share) w + share / M``, so a member that fell behind can lead again.
 
     Examples
     --------
@@ -185,22 +199,25 @@ class DOEBE(BaseEnsemble, ArrayRegressor, base.MiniBatchRegressor):
 
     """
 
-    def __init__(self, models: list, weight_floor: float = WEIGHT_FLOOR):
+    def __init__(self, models: list, weight_floor: float = WEIGHT_FLOOR,
+                 weighting: str = "bma", stacking_rate: float = STACKING_RATE,
+                 share: float = 0.0):
         self.models = models
         self.weight_floor = weight_floor
+        self.weighting = weighting
+        self.stacking_rate = stacking_rate
+        self.share = share
         check_models(models, DOBE)
         check_weight_floor(weight_floor)
+        check_weighting(weighting, stacking_rate, share)
 
     @classmethod
     def _unit_test_params(cls):
         from river_doebe.basis import RandomFourierFeatures
 
-        yield {
-            "models": [
-                DOBE(Linear(), var_eps=1.0),
-                DOBE(RandomFourierFeatures(8, seed=3), var_rw=1e-3),
-            ]
-        }
+        models = [DOBE(Linear(), var_eps=1.0), DOBE(RandomFourierFeatures(8, seed=3), var_rw=1e-3)]
+        yield {"models": models}
+        yield {"models": models, "weighting": "stacking", "stacking_rate": 0.2, "share": 0.01}
 
 
 class SDOEBE(_Switching, BaseEnsemble, ArrayRegressor, base.MiniBatchRegressor):
@@ -219,6 +236,12 @@ class SDOEBE(_Switching, BaseEnsemble, ArrayRegressor, base.MiniBatchRegressor):
         A row-stochastic ``(M, M)`` matrix (nested lists or an array).
     weight_floor
         Posterior weights below it are zeroed before the next switching step.
+    weighting
+        ``"bma"`` (model averaging) or ``"stacking"`` (online stacking), as in :class:`DOEBE`.
+    stacking_rate
+        The Soft-Bayes rate of ``"stacking"``.
+    share
+        A fixed share mixed in after the switching step, as in :class:`DOEBE`.
 
     Examples
     --------
@@ -240,13 +263,19 @@ class SDOEBE(_Switching, BaseEnsemble, ArrayRegressor, base.MiniBatchRegressor):
 
     """
 
-    def __init__(self, models: list, transition, weight_floor: float = WEIGHT_FLOOR):
+    def __init__(self, models: list, transition, weight_floor: float = WEIGHT_FLOOR,
+                 weighting: str = "bma", stacking_rate: float = STACKING_RATE,
+                 share: float = 0.0):
         self.models = models
         self.transition = transition
         self.weight_floor = weight_floor
+        self.weighting = weighting
+        self.stacking_rate = stacking_rate
+        self.share = share
         check_models(models, DOBE)
         check_transition(transition, len(models))
         check_weight_floor(weight_floor)
+        check_weighting(weighting, stacking_rate, share)
 
     @classmethod
     def _unit_test_params(cls):
@@ -277,6 +306,15 @@ class DOEBEClassifier(BaseEnsemble, ArrayClassifier, base.MiniBatchClassifier):
         back under model averaging (37 nats of evidence), and pruning it there can drop a whole
         family that would have led later (CaData); the default 1e-100 prunes only members that
         would need 230 nats to return.
+    weighting
+        ``"bma"``: Bayesian model averaging, as above. ``"stacking"``: online stacking, the
+        weights of the mixture that predicts best (the Soft-Bayes step, see
+        :mod:`river_doebe.engine.weighting`), which can beat every member.
+    stacking_rate
+        The Soft-Bayes rate ``eta`` in ``(0, 1]`` of ``"stacking"`` (1 is Bayes' rule).
+    share
+        A fixed share in ``[0, 1)``: before each prediction the weights are mixed with the
+        uniform, ``w <- (1 - share) w + share / M``, so a member that fell behind can lead again.
 
     Examples
     --------
@@ -299,11 +337,17 @@ class DOEBEClassifier(BaseEnsemble, ArrayClassifier, base.MiniBatchClassifier):
 
     _engine_type = LogisticEngine
 
-    def __init__(self, models: list, weight_floor: float = WEIGHT_FLOOR):
+    def __init__(self, models: list, weight_floor: float = WEIGHT_FLOOR,
+                 weighting: str = "bma", stacking_rate: float = STACKING_RATE,
+                 share: float = 0.0):
         self.models = models
         self.weight_floor = weight_floor
+        self.weighting = weighting
+        self.stacking_rate = stacking_rate
+        self.share = share
         check_models(models, DOBEClassifier, "DOBEClassifier")
         check_weight_floor(weight_floor)
+        check_weighting(weighting, stacking_rate, share)
 
     @classmethod
     def _unit_test_params(cls):
@@ -333,6 +377,12 @@ class SDOEBEClassifier(_Switching, BaseEnsemble, ArrayClassifier, base.MiniBatch
         A row-stochastic ``(M, M)`` matrix (nested lists or an array).
     weight_floor
         Posterior weights below it are zeroed before the next switching step.
+    weighting
+        ``"bma"`` (model averaging) or ``"stacking"`` (online stacking), as in :class:`DOEBE`.
+    stacking_rate
+        The Soft-Bayes rate of ``"stacking"``.
+    share
+        A fixed share mixed in after the switching step, as in :class:`DOEBE`.
 
     Examples
     --------
@@ -352,13 +402,19 @@ class SDOEBEClassifier(_Switching, BaseEnsemble, ArrayClassifier, base.MiniBatch
 
     _engine_type = LogisticEngine
 
-    def __init__(self, models: list, transition, weight_floor: float = WEIGHT_FLOOR):
+    def __init__(self, models: list, transition, weight_floor: float = WEIGHT_FLOOR,
+                 weighting: str = "bma", stacking_rate: float = STACKING_RATE,
+                 share: float = 0.0):
         self.models = models
         self.transition = transition
         self.weight_floor = weight_floor
+        self.weighting = weighting
+        self.stacking_rate = stacking_rate
+        self.share = share
         check_models(models, DOBEClassifier, "DOBEClassifier")
         check_transition(transition, len(models))
         check_weight_floor(weight_floor)
+        check_weighting(weighting, stacking_rate, share)
 
     @classmethod
     def _unit_test_params(cls):

@@ -19,7 +19,6 @@ distribution instead. Two ways to score it:
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import itertools
 import math
 import time
@@ -30,7 +29,7 @@ from river.metrics import base as metrics_base
 
 from river_doebe._compat import is_classifier
 from river_doebe.distributions import PredictiveGaussian
-from river_doebe.metrics import _point
+from river_doebe.metrics import _accepts_with_dist, _point
 
 __all__ = ["ProgressiveResult", "WithDist", "progressive_scores"]
 
@@ -175,16 +174,6 @@ def _named_metrics(metrics) -> list[tuple[str, metrics_base.Metric]]:
         if not isinstance(m, metrics_base.Metric):
             raise TypeError(f"{name!r} is not a river metric: {m!r}")
     return items
-
-
-def _accepts_with_dist(method) -> bool:
-    try:
-        params = inspect.signature(method).parameters
-    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
-        return True
-    return "with_dist" in params or any(
-        p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()
-    )
 
 
 def _is_model(obj) -> bool:

@@ -353,8 +353,10 @@ class HyperLayout:
     def start(self, basis, Z, var_theta, var_eps, scale) -> np.ndarray:
         """Starting ``u``: the basis' current ``psi`` with every log length scale set to
         ``log(scale * range(Z[:, d]))`` (a zero or non-finite range counts as 1), clipped to
-        the bounds."""
-        u = self.pack(var_theta, var_eps, basis.get_hyper())
+        the bounds; a basis whose :meth:`~river_doebe.basis.Basis.hyper_start` gives its own
+        ``psi`` for the start (the spline's smoothness) starts there instead."""
+        psi = basis.hyper_start(Z, scale)
+        u = self.pack(var_theta, var_eps, basis.get_hyper() if psi is None else psi)
         ranges = _ranges(Z)
         for i, d in zip(self.lengthscale_index, self.lengthscale_dim, strict=True):
             rng_d = float(np.mean(ranges)) if d < 0 else float(ranges[d])

@@ -8,11 +8,17 @@ The paper scores a stream with two numbers (Section 5):
 - the predictive log-likelihood, the mean of ``log p(y_t | x_t, past data)`` under the model's
   predictive distribution: `PredictiveLogLikelihood`.
 
-Both are river metrics (``update(y_true, y_pred)``, ``revert``, ``get``). The log-likelihood needs
-the predictive distribution, not a point prediction. Combined with river's point metrics, a
-metric of this module first, ``PredictiveLogLikelihood() + MAE()``, or written
-``Metrics([MAE(), PredictiveLogLikelihood()])``, builds a `Metrics` container, which hands the
-distribution to the metrics that need it and its mean to all others.
+Beyond the paper, two scores of calibration (:mod:`river_doebe.calibration`):
+
+- the share of targets inside the central ``level`` interval of the predictive:
+  `IntervalCoverage`;
+- the continuous ranked probability score: `CRPS`.
+
+All are river metrics (``update(y_true, y_pred)``, ``revert``, ``get``). The log-likelihood, the
+coverage and the CRPS need the predictive distribution, not a point prediction. Combined with
+river's point metrics, a metric of this module first, ``PredictiveLogLikelihood() + MAE()``, or
+written ``Metrics([MAE(), PredictiveLogLikelihood()])``, builds a `Metrics` container, which
+hands the distribution to the metrics that need it and its mean to all others.
 
 River's ``evaluate.progressive_val_score`` only calls ``predict_one(x)``: to feed it a
 distribution, wrap the model in :class:`river_doebe.evaluate.WithDist`, or let
@@ -23,14 +29,18 @@ distribution, wrap the model in :class:`river_doebe.evaluate.WithDist`, or let
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 
 from river.metrics import base as metrics_base
 
+from river_doebe import calibration
 from river_doebe._compat import is_regressor
 
 __all__ = [
+    "CRPS",
+    "IntervalCoverage",
     "NMSE",
     "Metrics",
     "PLL",
@@ -72,12 +82,7 @@ def _gaussian_log_density(y, mean, var) -> float:
 def _log_density(y_pred, y_true) -> float:
     """``log p(y_true)`` under the predictive distribution ``y_pred``."""
     if y_pred is None or isinstance(y_pred, numbers.Real):
-        raise TypeError(
-            "PredictiveLogLikelihood needs a predictive distribution, got the number "
-            f"{y_pred!r}. Call `model.predict_one(x, with_dist=True)`, wrap the model in "
-            "`river_doebe.evaluate.WithDist` for `evaluate.progressive_val_score`, or use "
-            "`river_doebe.evaluate.progressive_scores`."
-        )
+        raise calibration.refuse_number("PredictiveLogLikelihood", y_pred)
     log_pdf = getattr(y_pred, "log_pdf", None)
     if log_pdf is not None:
         return float(log_pdf(y_true))
@@ -221,7 +226,54 @@ class NMSE(_CombinesIntoMetrics, metrics_base.RegressionMetric):
         return self.mse / var
 
 
-class PredictiveLogLikelihood(_CombinesIntoMetrics, metrics_base.RegressionMetric):
+def _accepts_with_dist(method) -> bool:
+    """Whether a model's ``predict_one`` takes ``with_dist`` (by name or through ``**kwargs``)."""
+    try:
+        params = inspect.signature(method).parameters
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        return True
+    return "with_dist" in params or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()
+    )
+
+
+class _ScoresTheDistribution(_CombinesIntoMetrics, metrics_base.RegressionMetric):
+    """A weighted mean over the stream of a score of the predictive distribution at the target,
+    ``_term(y_true, y_pred)``: what the PLL, the coverage and the CRPS share."""
+
+    #: Tells `Metrics` and :func:`~river_doebe.evaluate.progressive_scores` to pass the
+    #: predictive distribution, not its mean.
+    requires_distribution = True
+
+    def __init__(self):
+        self._w = 0.0
+        self._sum = 0.0
+
+    def _term(self, y_true, y_pred) -> float:  # pragma: no cover - every subclass has its own
+        raise NotImplementedError
+
+    def update(self, y_true, y_pred, w=1.0) -> None:
+        # the term first: a prediction it refuses leaves the metric as it was
+        self._sum += w * self._term(y_true, y_pred)
+        self._w += w
+
+    def revert(self, y_true, y_pred, w=1.0) -> None:
+        self._sum -= w * self._term(y_true, y_pred)
+        self._w -= w
+        if self._w <= 0.0:
+            self._w = self._sum = 0.0
+
+    def get(self) -> float:
+        return self._sum / self._w if self._w > 0 else 0.0
+
+    def works_with(self, model) -> bool:
+        # a regressor that can be asked for its distribution: this package's models, river's
+        # BayesianLinearRegression, `WithDist` and pipelines (which pass keywords on)
+        predict_one = getattr(model, "predict_one", None)
+        return is_regressor(model) and predict_one is not None and _accepts_with_dist(predict_one)
+
+
+class PredictiveLogLikelihood(_ScoresTheDistribution):
     """Predictive log-likelihood: the mean of $\\log p(y_t \\mid x_t, \\text{past data})$.
 
     The paper's PLL (Section 5) is the average log density of each target under the model's
@@ -293,14 +345,9 @@ class PredictiveLogLikelihood(_CombinesIntoMetrics, metrics_base.RegressionMetri
 
     """
 
-    #: Tells `Metrics` and :func:`~river_doebe.evaluate.progressive_scores` to pass the
-    #: predictive distribution, not its mean.
-    requires_distribution = True
-
     def __init__(self, moment_matched: bool = False):
+        super().__init__()
         self.moment_matched = moment_matched
-        self._w = 0.0
-        self._sum = 0.0
 
     @property
     def bigger_is_better(self):
@@ -313,22 +360,137 @@ class PredictiveLogLikelihood(_CombinesIntoMetrics, metrics_base.RegressionMetri
                 return _gaussian_log_density(y_true, mu, sigma * sigma)
         return _log_density(y_pred, y_true)
 
-    def update(self, y_true, y_pred, w=1.0) -> None:
-        self._sum += w * self._term(y_true, y_pred)
-        self._w += w
-
-    def revert(self, y_true, y_pred, w=1.0) -> None:
-        self._sum -= w * self._term(y_true, y_pred)
-        self._w -= w
-        if self._w <= 0.0:
-            self._w = self._sum = 0.0
-
-    def get(self) -> float:
-        return self._sum / self._w if self._w > 0 else 0.0
-
 
 #: Short alias of `PredictiveLogLikelihood`.
 PLL = PredictiveLogLikelihood
+
+
+class IntervalCoverage(_ScoresTheDistribution):
+    """The share of targets inside the central ``level`` interval of their predictive.
+
+    A calibrated model's central 90% intervals hold 90% of the targets: more means intervals
+    too wide (the model is under-confident), fewer too narrow. The interval of a prediction
+    runs from its ``(1 - level) / 2`` quantile to its ``(1 + level) / 2`` quantile, and the
+    target counts as inside when ``(1 - level) / 2 <= F(y) <= (1 + level) / 2`` for the
+    predictive CDF ``F``: the same event, since ``F`` is continuous and increasing, but exact
+    and without a quantile (a mixture's have no closed form; see
+    :func:`river_doebe.calibration.in_central_interval`). ``F`` is a Gaussian's in closed form,
+    or the mixture's, the weighted sum of its components' CDFs, for an ensemble.
+
+    ``y_pred`` is a distribution, as for `PredictiveLogLikelihood`: a
+    :class:`~river_doebe.distributions.GaussianMixture`, a ``river.proba.Gaussian`` (anything
+    with ``mu`` and ``sigma``), a ``(mean, variance)`` tuple, or any object with a ``cdf``
+    method. A number raises ``TypeError``.
+
+    A coverage is neither better high nor low: the best is ``level``. ``gap`` is the distance
+    ``|coverage - level|``, and comparing two coverages (``is_better_than``, ``>``) compares
+    their gaps, smaller being better, which is what ``bigger_is_better = False`` refers to.
+    Code that ranks models by ``get()`` itself, such as river's successive halving, would
+    prefer the narrowest intervals: rank by ``gap`` instead.
+
+    Parameters
+    ----------
+    level
+        The probability of the central interval, strictly between 0 and 1.
+
+    Examples
+    --------
+    >>> from river_doebe import metrics
+    >>> from river_doebe.distributions import GaussianMixture, gaussian
+
+    >>> metric = metrics.IntervalCoverage(level=0.9)
+    >>> metric.update(0.5, gaussian(0.0, 1.0))  # inside [-1.645, 1.645]
+    >>> metric.update(2.0, gaussian(0.0, 1.0))  # outside
+    >>> metric.update(2.0, GaussianMixture([0.5, 0.5], [0.0, 4.0], [1.0, 1.0]))
+    >>> metric
+    IntervalCoverage(level=0.9): 66.67%
+    >>> round(metric.gap, 4)
+    0.2333
+
+    On a stream, with a model that gives its distribution:
+
+    >>> from river import linear_model
+    >>> from river_doebe import datasets
+    >>> from river_doebe.evaluate import progressive_scores
+    >>> result = progressive_scores(
+    ...     datasets.Drift(n_samples=500),
+    ...     linear_model.BayesianLinearRegression(),
+    ...     {"90%": metrics.IntervalCoverage(0.9), "50%": metrics.IntervalCoverage(0.5)},
+    ... )
+    >>> {k: round(v, 3) for k, v in result.scores.items()}
+    {'90%': 0.962, '50%': 0.628}
+
+    """
+
+    _fmt = ".2%"
+
+    def __init__(self, level: float = 0.9):
+        if isinstance(level, bool) or not isinstance(level, numbers.Real) or not 0 < level < 1:
+            raise ValueError(f"level must be a number strictly between 0 and 1, got {level!r}")
+        super().__init__()
+        self.level = level
+
+    @property
+    def bigger_is_better(self):
+        return False  # of the gap, which `is_better_than` compares
+
+    @property
+    def gap(self) -> float:
+        """``|coverage - level|``: 0 for a calibrated model, smaller is better."""
+        return abs(self.get() - self.level)
+
+    def is_better_than(self, other) -> bool:
+        return self.gap < other.gap
+
+    def _term(self, y_true, y_pred) -> float:
+        inside = calibration.in_central_interval(y_pred, y_true, self.level, "IntervalCoverage")
+        return 1.0 if inside else 0.0
+
+    def __repr__(self):
+        return f"{type(self).__name__}(level={self.level}): {self.get():{self._fmt}}"
+
+
+class CRPS(_ScoresTheDistribution):
+    """Continuous ranked probability score: the mean of $\\int (F_t(z) - 1[z \\ge y_t])^2 dz$.
+
+    The CRPS compares the predictive CDF $F_t$ with the step of the target: it rewards a
+    distribution both for being close to the target and for being sharp, and it is proper (the
+    true distribution has the lowest expected score; Gneiting & Raftery, 2007). It is in the
+    target's units, and for a point prediction it is the absolute error, so it reads like an
+    MAE that also charges for the spread. Lower is better.
+
+    The score has a closed form for a Gaussian and, through $E|X - y| - E|X - X'| / 2$, for a
+    mixture of Gaussians (:func:`river_doebe.calibration.crps`): an ensemble is scored on its
+    whole mixture, at a cost quadratic in its members with positive weight. ``y_pred`` is a
+    :class:`~river_doebe.distributions.GaussianMixture`, a ``river.proba.Gaussian`` (anything
+    with ``mu`` and ``sigma``) or a ``(mean, variance)`` tuple; a number raises ``TypeError``,
+    as for `PredictiveLogLikelihood`. A Gaussian of variance 0 (a point mass) scores the
+    absolute error.
+
+    Examples
+    --------
+    >>> from river_doebe import metrics
+    >>> from river_doebe.distributions import GaussianMixture, gaussian
+
+    >>> metric = metrics.CRPS()
+    >>> metric.update(0.0, gaussian(0.0, 1.0))
+    >>> metric.update(1.0, GaussianMixture([0.75, 0.25], [0.0, 4.0], [1.0, 1.0]))
+    >>> metric
+    CRPS: 0.377937
+
+    On a stream, with river's progressive validation:
+
+    >>> from river import evaluate, linear_model
+    >>> from river_doebe import datasets
+    >>> from river_doebe.evaluate import WithDist
+    >>> model = WithDist(linear_model.BayesianLinearRegression())
+    >>> evaluate.progressive_val_score(datasets.Drift(n_samples=500), model, metrics.CRPS())
+    CRPS: 0.4...
+
+    """
+
+    def _term(self, y_true, y_pred) -> float:
+        return calibration.crps(y_pred, y_true, "CRPS")
 
 
 def _needs_distribution(metric) -> bool:
@@ -343,11 +505,11 @@ class Metrics(metrics_base.Metrics):
     predictive distribution (from a model wrapped in :class:`~river_doebe.evaluate.WithDist`),
     river's ``MAE`` cannot subtract it from the target; given a number,
     `PredictiveLogLikelihood` has no density to score. This container looks at each metric
-    instead: those with ``requires_distribution`` (`PredictiveLogLikelihood`) get the
-    distribution, all others (`NMSE`, river's ``MAE``, ``RMSE``, ``R2``, ...) get its mean (a
-    number passes through unchanged). It is a river ``Metrics``, so
-    ``evaluate.progressive_val_score`` and :func:`~river_doebe.evaluate.progressive_scores`
-    take it.
+    instead: those with ``requires_distribution`` (`PredictiveLogLikelihood`,
+    `IntervalCoverage`, `CRPS`) get the distribution, all others (`NMSE`, river's ``MAE``,
+    ``RMSE``, ``R2``, ...) get its mean (a number passes through unchanged). It is a river
+    ``Metrics``, so ``evaluate.progressive_val_score`` and
+    :func:`~river_doebe.evaluate.progressive_scores` take it.
 
     Adding a metric of this module to another regression metric builds one:
     ``PredictiveLogLikelihood() + MAE()`` and ``NMSE() + MAE()`` are ``Metrics``, and so is

@@ -15,6 +15,7 @@ from scipy.stats import qmc
 
 from river_doebe.basis import (
     AdditivePolynomial,
+    BSpline,
     HilbertGP,
     Linear,
     RandomFourierFeatures,
@@ -23,7 +24,7 @@ from river_doebe.basis import (
 )
 from river_doebe.basis.hsgp import spectral_density
 
-FAMILIES = [Linear, AdditivePolynomial, RandomFourierFeatures, HilbertGP, RBFNetwork]
+FAMILIES = [Linear, AdditivePolynomial, RandomFourierFeatures, HilbertGP, RBFNetwork, BSpline]
 
 
 def _data(n=40, D=3, seed=0, scale=1.0):
@@ -41,6 +42,8 @@ def _fitted_examples():
         HilbertGP(n_features=30, lengthscale=0.7).fit(Z),
         HilbertGP(n_features=24, lengthscale=(0.5, 0.8, 1.2), kernel="matern32").fit(Z),
         RBFNetwork(n_centres=6, lengthscale=0.8, seed=0).fit(Z),
+        BSpline(n_features=30, smoothness=(0.5, 2.0, 8.0)).fit(Z),
+        BSpline(n_features=24, degree=2, penalty_order=1, smoothness=3.0, boundary=(-1.5, 1.5)),
     ]
 
 
@@ -220,6 +223,15 @@ def test_feature_names_use_schema():
         "rff_cos_1",
     ]
     assert list(RBFNetwork(n_centres=2).transform_one(x)) == ["rbf_0", "rbf_1"]
+    assert list(BSpline(n_features=4, degree=1, penalty_order=1).transform_one(x)) == [
+        "bspline_a_0",
+        "bspline_a_1",
+        "bspline_b_0",
+        "bspline_b_1",
+    ]
+    smooth = BSpline(n_features=6, degree=1, smoothness=(1.0, 2.0))
+    smooth.transform_one(x)
+    assert smooth.hyper_names() == ["log_smoothness_a", "log_smoothness_b"]
     assert HilbertGP(n_features=4).initialize(2).feature_names()[0] == "hsgp_x0_1"
     ard = RBFNetwork(n_centres=1, lengthscale=(1.0, 2.0))
     ard.transform_one(x)
@@ -245,6 +257,7 @@ def _stack_pairs():
         ),
         (HilbertGP(n_features=7).fit(Z), HilbertGP(n_features=31, lengthscale=0.4, boundary=2.0)),
         (RBFNetwork(n_centres=7, seed=0).fit(Z), partial),
+        (BSpline(n_features=15).fit(Z), BSpline(n_features=36, degree=2, smoothness=(0.3, 1, 2))),
     ]
 
 
@@ -385,6 +398,8 @@ def _vjp_cases():
         HilbertGP(n_features=15, lengthscale=0.7, kernel="matern52").fit(Z),
         RBFNetwork(n_centres=4, lengthscale=0.7, seed=0).fit(Z),
         RBFNetwork(n_centres=4, lengthscale=(0.5, 0.9, 1.3), seed=0).fit(Z),
+        BSpline(n_features=24, smoothness=0.7).fit(Z),
+        BSpline(n_features=30, smoothness=(0.05, 1.0, 30.0), penalty_order=3, ridge=0.3).fit(Z),
     ]
 
 
@@ -443,6 +458,11 @@ def test_hyper_layout_and_bounds():
     np.testing.assert_array_equal(psi[2:], rbf.centres_.ravel())
     assert rbf.hyper_bounds()[2:] == [(None, None)] * 6
 
+    spline = BSpline(n_features=20, smoothness=(1.0, 2.0)).initialize(2)
+    assert spline.laplace_ok and spline.start_floor == 0.0
+    np.testing.assert_allclose(spline.get_hyper(), np.log([1.0, 2.0]))
+    assert spline.hyper_bounds() == [(math.log(1e-6), math.log(1e10))] * 2
+
     with pytest.raises(RuntimeError, match="initialize"):
         RandomFourierFeatures().get_hyper()
     with pytest.raises(ValueError, match="hyperparameters"):
@@ -473,7 +493,13 @@ def test_with_hyper_sets_constructor_params_and_survives_clone():
     new_rbf = rbf.with_hyper(rbf.get_hyper())
     np.testing.assert_array_equal(new_rbf.centres, rbf.centres_)
 
-    for basis, tuned in [(rff, new), (off, new_off), (hsgp, new_hsgp), (rbf, new_rbf)]:
+    spline = BSpline(n_features=20, smoothness=(1.0, 3.0)).fit(Z)
+    new_spline = spline.with_hyper(np.log([0.5, 40.0]))
+    assert new_spline.smoothness == pytest.approx((0.5, 40.0))
+    np.testing.assert_array_equal(new_spline.boundary, spline.boundary_)
+
+    for basis, tuned in [(rff, new), (off, new_off), (hsgp, new_hsgp), (rbf, new_rbf),
+                         (spline, new_spline)]:
         # the round trip with unchanged psi reproduces the basis
         same = basis.with_hyper(basis.get_hyper())
         np.testing.assert_allclose(same.featurize(Z), basis.featurize(Z), rtol=1e-13, atol=1e-15)
@@ -558,6 +584,10 @@ def test_rbf_fit():
         lambda: HilbertGP(lengthscale=(1.0, 2.0)).initialize(3),
         lambda: RBFNetwork(n_centres=2, centres=np.zeros((3, 2))),
         lambda: RBFNetwork(lengthscale="wide"),
+        lambda: BSpline(degree=0),
+        lambda: BSpline(smoothness=-1.0),
+        lambda: BSpline(boundary=(2.0, 1.0)),
+        lambda: BSpline(n_features=3).initialize(1),
     ],
 )
 def test_invalid_arguments(make):
@@ -575,6 +605,7 @@ def test_check_estimator_after_with_hyper():
         RandomFourierFeatures(n_frequencies=3, seed=0, optimize_frequencies=True).initialize(6),
         HilbertGP(n_features=12).fit(Z),
         RBFNetwork(n_centres=3, seed=0).fit(Z),
+        BSpline(n_features=30, smoothness=tuple(range(1, 7))).fit(Z),
     ]:
         tuned = basis.with_hyper(basis.get_hyper())
         for check in checks.yield_checks(tuned):
@@ -598,8 +629,9 @@ def test_pickle_keeps_state(basis):
         lambda: RandomFourierFeatures(5, seed=1),
         lambda: HilbertGP(8),
         lambda: RBFNetwork(4, seed=0),
+        lambda: BSpline(8),
     ],
-    ids=["linear", "poly", "rff", "hsgp", "rbf"],
+    ids=["linear", "poly", "rff", "hsgp", "rbf", "bspline"],
 )
 def test_transform_many_equals_transform_one_row_by_row(make):
     pd = pytest.importorskip("pandas")

@@ -33,6 +33,14 @@ def _load(name):
     return module
 
 
+def _run_main(name, argv):
+    """The script ``name`` and what its ``main(argv)`` returns, its RuntimeWarnings silenced."""
+    module = _load(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return module, module.main(argv)
+
+
 # ---------------------------------------------------------------------------------------------
 # The registries: one for the families, one for river's peers
 # ---------------------------------------------------------------------------------------------
@@ -46,9 +54,10 @@ def test_peers_builds_the_command_line_s_models_under_the_names_of_its_reports()
     assert list(built) == [
         "BayesianLinearRegression", "BayesianLinearRegression(smoothing=0.999)",
         "LinearRegression", "KNNRegressor", "HoeffdingAdaptiveTreeRegressor", "ARFRegressor",
-        "EDOEBE",
+        "EDOEBE", "EDOEBE(weighting='stacking', delta=0)",
     ]
-    specs = [PEERS[key] for key in peers.PEER_KEYS] + [MODELS["edoebe"]]
+    specs = [PEERS[key] for key in peers.PEER_KEYS] + [MODELS["edoebe"],
+                                                        MODELS["edoebe-stacking"]]
     for (make, has_dist), spec in zip(built.values(), specs, strict=True):
         model = make()
         assert has_dist == spec.has_dist
@@ -57,6 +66,8 @@ def test_peers_builds_the_command_line_s_models_under_the_names_of_its_reports()
     assert (edoebe.n_warmup, edoebe.n_samples, tuple(edoebe.starts), edoebe.seed) == (
         300, 2, (1.0,), 4
     )
+    stacking = built["EDOEBE(weighting='stacking', delta=0)"][0]()
+    assert (stacking.weighting, stacking.delta, stacking.n_warmup) == ("stacking", 0.0, 300)
 
 
 def test_reproduce_s_families_are_the_registry_s_with_options():
@@ -119,25 +130,43 @@ def test_reproduce_runs_and_writes_its_outputs(tmp_path):
     for entry in exp2["streams"]["static_then_drift"]["methods"].values():
         weight = entry["trials"][0]["dynamic_weight"]
         assert 0.0 <= weight["min"] <= weight["final"] <= weight["max"] <= 1.0
+    # a later run of another experiment keeps the earlier ones in results.md, and their JSON
+    before = (tmp_path / "exp3.json").read_text()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert reproduce.main([
+            "--quick", "--experiments", "stacking", "--streams", "friedman1", "--max-samples",
+            "900", "--n-warmup", "300", "--out", str(tmp_path),
+        ]) == 0
+    table = (tmp_path / "results.md").read_text()
+    for experiment in ("exp2", "exp3", "stacking"):
+        assert reproduce.TITLES[experiment] in table
+    assert (tmp_path / "exp3.json").read_text() == before
+    stacking = json.loads((tmp_path / "stacking.json").read_text())
+    assert stacking["methods"] == [m.label for m in reproduce.methods_for("stacking")]
+    for entry in stacking["streams"]["friedman1"]["methods"].values():
+        assert math.isfinite(entry["pll_mixture_mean"])
 
 
 @pytest.mark.slow
 def test_peers_runs_and_writes_its_outputs(tmp_path):
-    peers = _load("peers")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        code = peers.main(["--quick", "--streams", "drift", "--max-samples", "700",
-                           "--out", str(tmp_path)])
+    peers, code = _run_main("peers", ["--quick", "--streams", "drift", "--max-samples", "700",
+                                      "--out", str(tmp_path)])
     assert code == 0
     doc = json.loads((tmp_path / "peers.json").read_text())
     rows = doc["results"]["drift"]
     assert list(rows) == list(peers.models(doc["config"]))
     for name, row in rows.items():
         assert row["samples_per_s"] == pytest.approx(200 / row["stream_s"])  # 700 - 500 warm-up
-        assert (row["pll"] is None) == (not peers.models(doc["config"])[name][1])
+        has_dist = peers.models(doc["config"])[name][1]
+        for key in ("pll", "coverage_90", "coverage_50", "crps"):
+            assert (row[key] is None) == (not has_dist), (name, key)
+        if has_dist:
+            assert 0.0 <= row["coverage_50"] <= row["coverage_90"] <= 1.0 and row["crps"] > 0
         assert row["nmse_trace"][-1] == pytest.approx(row["nmse"])
     table = (tmp_path / "peers.md").read_text()
     assert all(f"| {name} |" in table for name in rows)
+    assert "**90% interval coverage" in table and "**CRPS" in table
 
 
 @pytest.mark.slow
@@ -246,3 +275,75 @@ def test_scaleout_writes_every_row_its_rates_ratios_and_the_recovery(tmp_path):
         (recovery,) = r["recovery"]["recoveries"]
         assert recovery["shard"] == 0 and recovery["seconds"] > 0
         assert r["memory"]["bytes_per_key"] > 0
+
+
+def _doc(methods, streams):
+    trial = {"nmse": 0.5, "steps": [1, 2], "nmse_trace": [0.6, 0.5], "pll_trace": [-1.1, -1.0]}
+    entry = {"trials": [trial], "nmse_mean": 0.5, "nmse_std": 0.0, "pll_mean": -1.0,
+             "pll_std": 0.0}
+    return {"title": "t", "n_warmup": 10, "trials": 1, "methods": list(methods),
+            "streams": {s: {"methods": {m: dict(entry) for m in methods}} for s in streams},
+            "skipped": {}}
+
+
+def test_reproduce_merge_adds_rows_and_keeps_everything_else(tmp_path):
+    reproduce = _load("reproduce")
+    cfg = reproduce.Config(trials=1)
+    old = {"experiment": "exp1", "config": json.loads(json.dumps(
+        reproduce.asdict(cfg), default=list)), **_doc(["DOE-HSGP", "OE-HSGP"], ["a", "b"])}
+    (tmp_path / "exp1.json").write_text(json.dumps(old))
+    other = {"experiment": "off", "config": old["config"], **_doc(["DOE-OFF"], ["a"])}
+    (tmp_path / "off.json").write_text(json.dumps(other))
+    new = _doc(["DOE-BSpline"], ["a", "c"])
+    new["streams"]["a"]["methods"]["DOE-BSpline"]["nmse_mean"] = 0.25
+    merged, merged_cfg = reproduce.merge_into(
+        tmp_path, {"exp1": new}, reproduce.replace(cfg, methods=("DOE-BSpline",)))
+    exp1 = merged["exp1"]
+    assert exp1["methods"] == ["DOE-HSGP", "OE-HSGP", "DOE-BSpline"]  # methods_for's order
+    assert set(exp1["streams"]) == {"a", "b", "c"}
+    assert exp1["streams"]["a"]["methods"]["DOE-BSpline"]["nmse_mean"] == 0.25
+    assert exp1["streams"]["a"]["methods"]["DOE-HSGP"] == old["streams"]["a"]["methods"][
+        "DOE-HSGP"]
+    assert merged["off"]["streams"] == other["streams"] and merged_cfg.methods == ()
+    written = reproduce.write_outputs(tmp_path, merged, merged_cfg, touched={"exp1"})
+    # another experiment's file is left as it was
+    assert tmp_path / "off.json" not in written and tmp_path / "exp1.json" in written
+    assert json.loads((tmp_path / "off.json").read_text()) == other
+    md = (tmp_path / "results.md").read_text()
+    assert "| DOE-BSpline |" in md and "| DOE-OFF |" in md
+    assert md.count("Settings: warm-up 1000 samples") == 2  # each experiment under its own
+    with pytest.raises(SystemExit, match="other settings"):
+        reproduce.merge_into(tmp_path, {"exp1": new}, reproduce.replace(cfg, trials=3))
+
+
+@pytest.mark.slow
+def test_splines_times_both_ensembles(tmp_path):
+    splines = _load("splines")
+    out = tmp_path / "splines.json"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert splines.main(["--repeats", "1", "--n-samples", "1100", "--streams", "friedman2",
+                             "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    entry = doc["streams"]["friedman2"]
+    a, b = entry["models"]["EDOEBE()"], entry["models"]["EDOEBE(+bspline)"]
+    assert entry["ratio_total"] == pytest.approx(b["total_s"] / a["total_s"])
+    assert b["members"] > a["members"]
+    assert all(math.isfinite(m["nmse"]) and math.isfinite(m["pll"]) for m in (a, b))
+
+
+@pytest.mark.slow
+def test_calibration_scores_every_model_on_each_stream(tmp_path):
+    calibration, doc = _run_main("calibration", ["--quick", "--streams", "friedman1", "nope",
+                                                 "--max-samples", "600", "--out", str(tmp_path)])
+    assert json.loads((tmp_path / "calibration.json").read_text()) == json.loads(
+        json.dumps(doc))
+    assert doc["skipped"] == {"nope": "unknown stream"}
+    rows = doc["results"]["friedman1"]
+    assert list(rows) == list(calibration.models(doc["config"]))
+    for name, row in rows.items():
+        assert row["n_scored"] == 300, name  # 600 - the quick warm-up of 300
+        assert 0.0 <= row["coverage_50"] <= row["coverage_90"] <= 1.0
+        assert row["crps"] > 0 and math.isfinite(row["pll"]) and math.isfinite(row["nmse"])
+    table = (tmp_path / "calibration.md").read_text()
+    assert all(f"| friedman1 | {name} |" in table for name in rows)

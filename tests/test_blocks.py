@@ -56,6 +56,9 @@ REGRESSORS = {
     ),
     "EDOEBE-warm-up": lambda: EDOEBE(families=[_rff(4), HilbertGP(12)], n_warmup=100,
                                      n_samples=2, starts=(1.0,), seed=0),
+    "EDOEBE-stacking": lambda: EDOEBE(families=[_rff(4), HilbertGP(12)], n_warmup=100,
+                                      n_samples=2, starts=(1.0,), seed=0,
+                                      weighting="stacking", stacking_rate=0.2, share=0.01),
 }
 
 CLASSIFIERS = {
@@ -69,6 +72,10 @@ CLASSIFIERS = {
     ),
     "EDOEBEClassifier-warm-up": lambda: EDOEBEClassifier(
         families=[_rff(4)], n_warmup=100, n_samples=2, starts=(1.0,), seed=0
+    ),
+    "DOEBEClassifier-stacking": lambda: DOEBEClassifier(
+        [DOBEClassifier(_rff(1)), DOBEClassifier(Linear(), var_rw=1e-2)],
+        weighting="stacking", stacking_rate=0.3,
     ),
 }
 

@@ -64,12 +64,12 @@ def test_evaluate_default_model_with_peers_json_and_plot(tmp_path, capsys):
     assert list(runs) == ["edoebe", "blr", "hat"]
     for key, r in runs.items():
         # the scores of the same model on the same stream, computed apart from the CLI; the
-        # PLL only where the model gives a distribution (not the tree)
+        # PLL, coverage and CRPS only where the model gives a distribution (not the tree)
         _the_same_scores(r, _independent_scores(key))
         assert r["samples_per_s"] == pytest.approx(600 / r["elapsed_s"])
         assert r["trace"]["steps"][-1] == 600
         assert r["trace"]["nMSE"][-1] == pytest.approx(r["scores"]["nMSE"])
-    assert "PLL" not in runs["hat"]["scores"]
+    assert not {"PLL", "cov90", "cov50", "CRPS"} & set(runs["hat"]["scores"])
     # the E-DOEBE weights over time, by family and static/dynamic, from the end of the warm-up
     weights = runs["edoebe"]["weights"]
     assert weights["warm_at"] == 200 and weights["steps"][-1] == 600
@@ -91,6 +91,8 @@ def _independent_scores(key: str, n: int = 600) -> dict:
     scores = {"MAE": river_metrics.MAE()}
     if spec.has_dist:
         scores["PLL"] = metrics.PredictiveLogLikelihood()
+        scores.update(cov90=metrics.IntervalCoverage(0.9), cov50=metrics.IntervalCoverage(0.5),
+                      CRPS=metrics.CRPS())
     result = progressive_scores(dataset, spec.factory(SMALL_SETTINGS), scores,
                                 keep_predictions=True)
     nmse = float(np.mean((y - result.predictions) ** 2) / np.var(y))
@@ -115,6 +117,8 @@ def test_evaluate_family_models_alone(model, tmp_path, capsys):
     # the table shows the same numbers, rounded
     row = next(line for line in table.splitlines() if line.startswith(cli.MODELS[model].label))
     assert row.split()[1:4] == [f"{expected[name]:.4f}" for name in ("nMSE", "MAE", "PLL")]
+    assert row.split()[4:7] == [f"{expected['cov90']:.1%}", f"{expected['cov50']:.1%}",
+                                f"{expected['CRPS']:.4f}"]
 
 
 @pytest.mark.parametrize(

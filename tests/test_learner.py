@@ -260,12 +260,12 @@ def test_every_kernel_is_loaded_from_the_disk_cache_by_a_fresh_process():
     script = """
 import json, numba, numpy as np
 from river_doebe import DOBE, DOEBE, DOBEClassifier, EDOEBE
-from river_doebe.basis import AdditivePolynomial, HilbertGP, Linear, RandomFourierFeatures
-from river_doebe.basis import RBFNetwork, hsgp, linear, polynomial, rbf, rff
+from river_doebe.basis import AdditivePolynomial, BSpline, HilbertGP, Linear, RandomFourierFeatures
+from river_doebe.basis import RBFNetwork, bspline, hsgp, linear, polynomial, rbf, rff
 from river_doebe.kernels import gaussian, logistic, stack, weights
 rng = np.random.default_rng(0)
 bases = [Linear(), AdditivePolynomial(2), RandomFourierFeatures(4, seed=0), HilbertGP(6),
-         RBFNetwork(3, lengthscale=2.0)]
+         RBFNetwork(3, lengthscale=2.0), BSpline(8)]
 import river_doebe.engine.threads as threads
 from river_doebe import DOEBEClassifier
 models = [DOEBE([DOBE(b), DOBE(b, var_rw=1e-3)]) for b in bases]
@@ -289,7 +289,7 @@ for m in models:
 models[0]._engine.Sigma  # an owed update applied on its own (flush_stack)
 models[0].predict_one(x, with_dist=True), models[0].log_density_one(x, 0.3)
 stats = {}
-for module in (gaussian, logistic, stack, weights, hsgp, linear, polynomial, rbf, rff):
+for module in (gaussian, logistic, stack, weights, bspline, hsgp, linear, polynomial, rbf, rff):
     for name, obj in vars(module).items():
         if isinstance(obj, numba.core.registry.CPUDispatcher) and obj.signatures:
             s = obj.stats

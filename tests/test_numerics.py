@@ -23,6 +23,7 @@ from river_doebe import (
 )
 from river_doebe.basis import (
     AdditivePolynomial,
+    BSpline,
     HilbertGP,
     Linear,
     RandomFourierFeatures,
@@ -99,6 +100,7 @@ BASES = [
     pytest.param(lambda: AdditivePolynomial(3), id="poly"),
     pytest.param(lambda: RandomFourierFeatures(10, lengthscale=2.0, seed=0), id="rff"),
     pytest.param(lambda: HilbertGP(12), id="hsgp"),
+    pytest.param(lambda: BSpline(12), id="bspline"),
     pytest.param(lambda: RBFNetwork(6, lengthscale=1e7, seed=0), id="rbf"),
 ]
 

@@ -73,6 +73,8 @@ class Basis(base.Transformer, abc.ABC):
       ``hyper_bounds()``, ``hyper_names()``, ``hyper_vjp(Z, G)`` (none);
     - :attr:`laplace_ok` (``True``) and :attr:`start_floor` (``0``), read by the empirical-Bayes
       fit;
+    - :meth:`hyper_start` (the empirical-Bayes starts of hyperparameters other than length
+      scales: none);
     - ``_observe(z)`` and :attr:`wants_observations` (a basis that changes with the samples a
       learner learns from: none);
     - :attr:`can_grow` and ``_grow(n_inputs)`` (a basis that can take new inputs exactly: no).
@@ -226,6 +228,12 @@ class Basis(base.Transformer, abc.ABC):
         """``sum_{n,f} G[n, f] * d Phi[n, f] / d psi``, the chain-rule step of the evidence."""
         return np.zeros(0)
 
+    def hyper_start(self, Z, scale) -> np.ndarray | None:
+        """The ``psi`` that the empirical-Bayes start ``scale`` begins from on the warm-up batch
+        ``Z``, for a family whose hyperparameters are not length scales; ``None`` (the default):
+        the current ``psi`` with every log length scale at ``log(scale * range(Z[:, d]))``."""
+        return None
+
     # ------------------------------------------------------------------ river face
     def learn_one(self, x: dict) -> None:
         schema = getattr(self, "_schema", None)
@@ -305,6 +313,47 @@ class Basis(base.Transformer, abc.ABC):
         return schema.to_array(x)
 
 
+class _PositiveHyperBasis(Basis):
+    """A family whose hyperparameters are the logs of one positive parameter, shared (a number)
+    or one per input (a sequence): the length scales of the Hilbert-space GP, the smoothness of
+    the P-splines.
+
+    The family sets ``_hyper_name`` and ``_hyper_bound`` (the bounds of each log), holds the
+    validated value in ``_hyper_value`` (0-d or 1-d) and its per-input broadcast in
+    ``_hyper_per_input`` once initialised, and builds its tuned copy in ``_rebuilt(value)``
+    (``value`` in the constructor's form, a float or a tuple of floats).
+    """
+
+    _hyper_name: str
+    _hyper_bound: tuple[float, float]
+
+    @property
+    def _ard(self) -> bool:
+        return self._hyper_value.ndim == 1
+
+    def _rebuilt(self, value) -> Basis:
+        raise NotImplementedError
+
+    def get_hyper(self):
+        self._require_initialized("get_hyper")
+        return _log_positive(self._hyper_value, self._hyper_per_input)
+
+    def with_hyper(self, psi):
+        D = self._require_initialized("with_hyper")
+        psi = _psi_vector(psi, D if self._ard else 1)
+        return self._copy_face(self._rebuilt(_lengthscale_param(psi, self._ard)))
+
+    def hyper_bounds(self):
+        D = self._require_initialized("hyper_bounds")
+        return [self._hyper_bound] * (D if self._ard else 1)
+
+    def hyper_names(self):
+        self._require_initialized("hyper_names")
+        if self._ard:
+            return [f"{self._hyper_name}_{n}" for n in self._input_names()]
+        return [self._hyper_name]
+
+
 def _check_positive_int(value, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -341,6 +390,29 @@ def _lengthscale_param(log_ls: np.ndarray, ard: bool):
     """The constructor value for log length scales: a float, or a tuple of floats (ARD)."""
     ls = np.exp(np.asarray(log_ls, dtype=np.float64))
     return tuple(float(v) for v in ls) if ard else float(ls[0])
+
+
+def _log_positive(values: np.ndarray, per_input: np.ndarray) -> np.ndarray:
+    """``psi`` of a positive parameter given as a number or one per input: its log, or the logs
+    of its per-input values."""
+    return np.log(per_input) if values.ndim == 1 else np.log(values).reshape(1)
+
+
+def _psi_vector(psi, n: int) -> np.ndarray:
+    """``psi`` as a float64 vector, refused unless it has ``n`` entries."""
+    psi = np.asarray(psi, dtype=np.float64).ravel()
+    if psi.shape[0] != n:
+        raise ValueError(f"expected {n} hyperparameters, got {psi.shape[0]}")
+    return psi
+
+
+def _cotangent(G, n_rows: int, n_outputs: int) -> np.ndarray:
+    """The ``G`` of :meth:`Basis.hyper_vjp` as a float64 array, refused unless it is
+    ``(n_rows, n_outputs)``."""
+    G = np.asarray(G, dtype=np.float64)
+    if G.shape != (n_rows, n_outputs):
+        raise ValueError(f"G must have shape {(n_rows, n_outputs)}, got {G.shape}")
+    return G
 
 
 _LOG_LS_BOUNDS = (float(np.log(1e-6)), float(np.log(1e2)))

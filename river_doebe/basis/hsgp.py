@@ -10,11 +10,11 @@ import numpy as np
 
 from river_doebe.basis.base import (
     _LOG_LS_BOUNDS,
-    Basis,
     _check_lengthscale,
     _check_positive_int,
-    _lengthscale_param,
+    _cotangent,
     _lengthscale_vector,
+    _PositiveHyperBasis,
 )
 from river_doebe.kernels.jit import stack_kernel
 
@@ -85,7 +85,7 @@ def _hsgp(Z, Phi, rows, active, n_eig, boundary, weights):
 _hsgp_kernel, _hsgp_kernel_parallel = stack_kernel(_hsgp)
 
 
-class HilbertGP(Basis):
+class HilbertGP(_PositiveHyperBasis):
     """Additive Hilbert-space approximation of a GP with a stationary kernel on each input.
 
     Each input dimension ``d`` gets ``J = floor(n_features / D)`` Laplacian eigenfunctions on the
@@ -258,44 +258,25 @@ class HilbertGP(Basis):
         return [f"hsgp_{name}_{j}" for name in self._input_names() for j in range(1, self._J + 1)]
 
     # ------------------------------------------------------------------ hyperparameters
+    _hyper_name = "log_lengthscale"
+    _hyper_bound = _LOG_LS_BOUNDS
+
     @property
-    def _ard(self):
-        return self._ls.ndim == 1
+    def _hyper_value(self):
+        return self._ls
 
-    def get_hyper(self):
-        self._require_initialized("get_hyper")
-        return np.log(self._ls_vec) if self._ard else np.log(self._ls).reshape(1)
+    @property
+    def _hyper_per_input(self):
+        return self._ls_vec
 
-    def with_hyper(self, psi):
-        D = self._require_initialized("with_hyper")
-        psi = np.asarray(psi, dtype=np.float64).ravel()
-        n_ls = D if self._ard else 1
-        if psi.shape[0] != n_ls:
-            raise ValueError(f"expected {n_ls} hyperparameters, got {psi.shape[0]}")
-        new = type(self)(
-            n_features=self.n_features,
-            lengthscale=_lengthscale_param(psi, self._ard),
-            kernel=self.kernel,
-            boundary_factor=self.boundary_factor,
-            boundary=tuple(float(v) for v in self._L),
-        )
-        return self._copy_face(new)
-
-    def hyper_bounds(self):
-        D = self._require_initialized("hyper_bounds")
-        return [_LOG_LS_BOUNDS] * (D if self._ard else 1)
-
-    def hyper_names(self):
-        self._require_initialized("hyper_names")
-        if self._ard:
-            return [f"log_lengthscale_{n}" for n in self._input_names()]
-        return ["log_lengthscale"]
+    def _rebuilt(self, value):
+        return type(self)(n_features=self.n_features, lengthscale=value, kernel=self.kernel,
+                          boundary_factor=self.boundary_factor,
+                          boundary=tuple(float(v) for v in self._L))
 
     def hyper_vjp(self, Z, G):
         Z = self._as_batch(Z)
-        G = np.asarray(G, dtype=np.float64)
-        if G.shape != (Z.shape[0], self.n_outputs):
-            raise ValueError(f"G must have shape {(Z.shape[0], self.n_outputs)}, got {G.shape}")
+        G = _cotangent(G, Z.shape[0], self.n_outputs)
         # Phi = sqrt(S(omega; l)) * (...), so dPhi/dlog l = 0.5 * dlog S/dlog l * Phi
         GPhi = np.sum(G * self.featurize(Z), axis=0).reshape(Z.shape[1], self._J)
         g = 0.5 * np.sum(self._dlog_s * GPhi, axis=1)

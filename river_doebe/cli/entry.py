@@ -294,9 +294,11 @@ def cmd_evaluate(args, parser) -> int:
     print(
         f"\nnMSE: MSE / Var(y) over all {n} samples; PLL: mean log predictive density of y "
         "(an ensemble's: its mixture; y as given, not standardised; '-' for models without a "
-        "distribution). Every sample "
+        "distribution); cov90 / cov50: share of y inside the central 90% / 50% interval of the "
+        "predictive (calibrated: 90% / 50%); CRPS: continuous ranked probability score, in y's "
+        "units (lower is better). Every sample "
         "is predicted before it is learnt, the warm-up included; time and samples/s include "
-        "the warm-up fit."
+        "the warm-up fit and the scoring."
     )
     for r in runs:
         if r.warnings:

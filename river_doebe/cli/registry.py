@@ -69,11 +69,16 @@ class ModelSpec:
 # ---------------------------------------------------------------------------------------------
 
 
-def _edoebe(settings):
+def _edoebe(settings, **weighting):
     return EDOEBE(
         n_warmup=settings["n_warmup"], n_samples=settings["n_samples"],
-        starts=tuple(settings["starts"]), seed=settings["seed"],
+        starts=tuple(settings["starts"]), seed=settings["seed"], **weighting,
     )
+
+
+def _edoebe_stacking(settings):
+    # without switching: measured better than with it under stacking (results.md, stacking)
+    return _edoebe(settings, weighting="stacking", delta=0.0)
 
 
 def _family(family, kind):
@@ -100,7 +105,12 @@ def _model_registry() -> dict[str, ModelSpec]:
         "edoebe": ModelSpec(
             "E-DOEBE", "E-DOEBE: static and dynamic twins of additive HSGP, RFF and RBF members, "
             "switching weights (paper Exp. 3)", _edoebe, warms_up=True,
-        )
+        ),
+        "edoebe-stacking": ModelSpec(
+            "E-DOEBE stacking", "E-DOEBE's members weighted by online stacking of their "
+            "predictive densities (weighting='stacking', delta=0)", _edoebe_stacking,
+            warms_up=True,
+        ),
     }
     for fam in FAMILIES.values():
         models[f"doe-{fam.name}"] = ModelSpec(

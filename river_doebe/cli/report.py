@@ -23,13 +23,16 @@ def _fmt(v, spec=".4f") -> str:
 
 
 def format_table(runs: list[Run]) -> str:
-    header = ["model", "nMSE", "MAE", "PLL", "time [s]", "samples/s"]
+    header = ["model", "nMSE", "MAE", "PLL", "cov90", "cov50", "CRPS", "time [s]", "samples/s"]
     rows = [
         [
             r.label,
             _fmt(r.scores.get("nMSE")),
             _fmt(r.scores.get("MAE")),
             _fmt(r.scores.get("PLL")),
+            _fmt(r.scores.get("cov90"), ".1%"),
+            _fmt(r.scores.get("cov50"), ".1%"),
+            _fmt(r.scores.get("CRPS")),
             _fmt(r.elapsed, ".1f"),
             _fmt(r.rate, ",.0f"),
         ]
@@ -55,7 +58,9 @@ def write_json(path: Path, stream: str, n: int, var_y: float, settings: dict, ru
         "var_y": var_y,
         "settings": settings,
         "scoring": "progressive (predict, then learn), every sample scored; nMSE = MSE / Var(y) "
-        "over the stream; PLL = mean log predictive density of y as given (not standardised)",
+        "over the stream; PLL = mean log predictive density of y as given (not standardised); "
+        "cov90 / cov50 = share of y inside the central 90% / 50% interval of the predictive "
+        "(calibrated: 0.9 / 0.5); CRPS = mean continuous ranked probability score, in y's units",
         "results": [
             {
                 "key": r.key,

@@ -95,6 +95,10 @@ def run_model(key, spec, model, dataset, n, var_y, every, progress=True, record_
     metric_list = {"nMSE": metrics.NMSE(var_y=var_y), "MAE": river_metrics.MAE()}
     if spec.has_dist:
         metric_list["PLL"] = metrics.PredictiveLogLikelihood()
+        # calibration: the share of targets in the central 90% and 50% intervals, and the CRPS
+        metric_list["cov90"] = metrics.IntervalCoverage(0.9)
+        metric_list["cov50"] = metrics.IntervalCoverage(0.5)
+        metric_list["CRPS"] = metrics.CRPS()
     recorder = WeightRecorder(model, every) if record_weights else None
     bar = tqdm(total=n, desc=spec.label.ljust(width), unit="sample", disable=not progress,
                file=sys.stderr, leave=True, dynamic_ncols=True, mininterval=0.5)

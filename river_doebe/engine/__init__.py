@@ -11,6 +11,8 @@ for many rows at once, :meth:`Engine.learn_block`. The modules:
 - :mod:`~river_doebe.engine.core`: :class:`Engine`, the stack and the Gaussian likelihood;
 - :mod:`~river_doebe.engine.logistic`: :class:`LogisticEngine`, the same stack with a logistic
   likelihood;
+- :mod:`~river_doebe.engine.weighting`: :class:`Weighting`, how the weights learn (model
+  averaging or online stacking, and a fixed share);
 - :mod:`~river_doebe.engine.threads`: how many threads the stack kernels use.
 
 **One sample** costs one featurisation call per basis family, one predict sweep over the whole
@@ -59,6 +61,7 @@ from river_doebe.engine.threads import (
     num_threads,
     set_num_threads,
 )
+from river_doebe.engine.weighting import Weighting
 
 __all__ = [
     "PARALLEL_MIN_MEMBERS",
@@ -75,4 +78,5 @@ __all__ = [
     "set_num_threads",
     "sparse_transition",
     "twin_members",
+    "Weighting",
 ]

@@ -10,6 +10,7 @@ from river_doebe._checks import check_transition
 from river_doebe.basis.base import stack_params
 from river_doebe.engine.members import FilterError, Member, csc_transition
 from river_doebe.engine.threads import use_threads
+from river_doebe.engine.weighting import Weighting
 from river_doebe.kernels.gaussian import gaussian_block, gaussian_block_parallel, gaussian_update
 from river_doebe.kernels.stack import (
     flush_stack,
@@ -18,10 +19,11 @@ from river_doebe.kernels.stack import (
     reachable,
 )
 from river_doebe.kernels.weights import (
-    bma_log_weights,
     mixture_log_density,
     mixture_moments,
+    share_log_weights,
     switch_log_weights,
+    update_log_weights,
     weigh_block,
 )
 
@@ -45,6 +47,9 @@ class Engine:
         ``None`` for no switching, else a row-stochastic ``(M, M)`` matrix.
     weight_floor
         Posterior weights below it are set to zero (paper Sec. 3.1). ``0`` disables the floor.
+    weighting
+        How the weights learn (:class:`~river_doebe.engine.weighting.Weighting`): Bayesian model
+        averaging (the default) or online stacking, and the fixed share.
 
     A member is filtered while it can still carry weight: under model averaging while its weight
     is positive, under switching while weight can still flow to it from a member that has some
@@ -62,7 +67,8 @@ class Engine:
          "status", "_cache_z", "_reach", "src", "_slot_active")
     )
 
-    def __init__(self, members: list[Member], transition=None, weight_floor: float = 0.0):
+    def __init__(self, members: list[Member], transition=None, weight_floor: float = 0.0,
+                 weighting: Weighting | None = None):
         if not members:
             raise ValueError("an ensemble needs at least one member")
         self.members = list(members)
@@ -84,6 +90,10 @@ class Engine:
         if not 0.0 <= weight_floor < 1.0:
             raise ValueError(f"weight_floor must be in [0, 1), got {weight_floor!r}")
         self.log_floor = math.log(weight_floor) if weight_floor > 0 else -np.inf
+        self.weighting = Weighting() if weighting is None else weighting
+        # the kernels' constants of the weight step and of the share (a share keeps every member)
+        self.log_rate, self.log_keep = self.weighting.step
+        self.share_keep, self.share_each = self.weighting.mixing(len(members))
         self.live = np.arange(len(members), dtype=np.int64)
         self._per_member()
         self.n_inputs: int | None = None
@@ -193,12 +203,14 @@ class Engine:
 
     def _switch(self) -> None:
         """The weights for the next prediction (the switching step, or the weights as they
-        are)."""
+        are; then the fixed share)."""
         if self.M > 1:
             if self.transition is not None:
                 switch_log_weights(self.log_w, *self.transition, self.log_prior)
             else:
                 self.log_prior[:] = self.log_w
+            if self.share_each > -np.inf:
+                share_log_weights(self.log_prior, self.share_keep, self.share_each)
 
     def _prepare(self, z: np.ndarray) -> None:
         """Switch the weights and run every member's predict step for ``z`` (cached)."""
@@ -281,7 +293,8 @@ class Engine:
         if self.M == 1:
             self.log_evidence += float(self.loglik[0])
         else:
-            lse = bma_log_weights(self.log_prior, self.loglik, self.log_floor, self.new_log_w)
+            lse = update_log_weights(self.log_prior, self.loglik, self.log_rate, self.log_keep,
+                                     self.log_floor, self.new_log_w)
             self.log_w, self.new_log_w = self.new_log_w, self.log_w
             self.log_evidence += lse
         self.n_updates += 1
@@ -311,8 +324,8 @@ class Engine:
     # ------------------------------------------------------------------ dead members
     def _bury(self) -> None:
         """Remove the members that can never carry weight again (see the class docstring)."""
-        if self.M == 1:
-            return
+        if self.M == 1 or self.share_each > -np.inf:
+            return  # (under a share every member keeps a weight)
         indptr, indices = (
             (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
             if self.transition is None
@@ -383,7 +396,8 @@ class Engine:
         self.log_evidence = weigh_block(
             self.log_w, self.new_log_w, self.log_prior, self.transition is not None,
             *(self.transition if self.transition is not None else _NO_TRANSITION),
-            self.log_floor, out[0], out[1], self._block_logits(out), out[-2],
+            self.log_floor, self.log_rate, self.log_keep, self.share_keep, self.share_each,
+            out[0], out[1], self._block_logits(out), out[-2],
             self._classifies, a, b, prior, self.log_evidence,
         )
         self.n_updates += B

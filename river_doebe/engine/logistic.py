@@ -35,9 +35,10 @@ class LogisticEngine(Engine):
     _positive_params = ("var_theta",)
     _scratch = Engine._scratch | {"logit", "_t", "_lam"}
 
-    def __init__(self, members: list[Member], transition=None, weight_floor: float = 0.0):
+    def __init__(self, members: list[Member], transition=None, weight_floor: float = 0.0,
+                 weighting=None):
         members = [dataclasses.replace(m, var_eps=0.0) for m in members]
-        super().__init__(members, transition, weight_floor)
+        super().__init__(members, transition, weight_floor, weighting)
 
     def _allocate_scratch(self) -> None:
         super()._allocate_scratch()

@@ -3,7 +3,8 @@
 A switching step (paper Eq. 8) with a row-stochastic ``Q`` stored sparse in compressed-column form
 computes ``log w_new[j] = logsumexp_i(log w[i] + log Q[i, j])`` exactly in the log domain; a BMA
 step (paper Sec. 3.1) adds every member's log-likelihood, renormalises and zeroes the weights
-below a floor. The mixture helpers give its moments and its exact log density.
+below a floor; the Soft-Bayes step of online stacking moves them only part of the way, and a fixed
+share mixes them with the uniform. The mixture helpers give its moments and its exact log density.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ __all__ = [
     "mixture_log_density",
     "mixture_moments",
     "mixture_proba",
+    "share_log_weights",
     "sigmoid",
     "switch_log_weights",
+    "update_log_weights",
     "weigh_block",
 ]
 
@@ -64,6 +67,23 @@ def bma_log_weights(log_prior, loglik, log_floor, out):
 
     Returns the log predictive density of the mixture, ``logsumexp(log_prior + loglik)``.
     """
+    return update_log_weights(log_prior, loglik, 0.0, -np.inf, log_floor, out)
+
+
+@numba.njit(cache=True)
+def update_log_weights(log_prior, loglik, log_rate, log_keep, log_floor, out):
+    """The weights after a target: Bayes' rule, or the Soft-Bayes step of online stacking.
+
+    With ``r_m = p_m(y) / sum_k w_k p_k(y)`` (each member's density over the mixture's), the
+    Soft-Bayes step (Orseau, Lattimore and Legg 2017) of rate ``eta`` is
+    ``w_m <- w_m (1 - eta + eta r_m)``, here in the log domain with ``log_rate = log(eta)`` and
+    ``log_keep = log(1 - eta)``; it sums to one by construction (``sum_m w_m r_m = 1``) and is
+    renormalised only against rounding. ``eta = 1`` (``log_keep = -inf``) is Bayes' rule, the
+    model-averaging step, computed as such (bit for bit the same numbers). Weights below
+    ``log_floor`` are then zeroed and the survivors renormalised.
+
+    Returns the log predictive density of the mixture, ``logsumexp(log_prior + loglik)``.
+    """
     M = log_prior.shape[0]
     hi = -np.inf
     for m in range(M):
@@ -81,24 +101,56 @@ def bma_log_weights(log_prior, loglik, log_floor, out):
         if out[m] > -np.inf:
             acc += math.exp(out[m] - hi)
     lse = hi + math.log(acc)
-    for m in range(M):
-        out[m] -= lse
+    if log_keep == -np.inf:
+        for m in range(M):
+            out[m] -= lse
+    else:
+        for m in range(M):
+            if log_prior[m] == -np.inf:
+                out[m] = -np.inf
+            else:
+                # log(1 - eta + eta r_m): w_m r_m <= 1, so this never overflows
+                out[m] = log_prior[m] + _logaddexp(log_keep, log_rate + loglik[m] - lse)
+        _normalise(out)
     if log_floor > -np.inf:
         # zero the weights below the floor, then renormalise the survivors
-        hi2 = -np.inf
         for m in range(M):
             if out[m] < log_floor:
                 out[m] = -np.inf
-            elif out[m] > hi2:
-                hi2 = out[m]
-        acc = 0.0
-        for m in range(M):
-            if out[m] > -np.inf:
-                acc += math.exp(out[m] - hi2)
-        lse2 = hi2 + math.log(acc)
-        for m in range(M):
-            out[m] -= lse2
+        _normalise(out)
     return lse
+
+
+@numba.njit(cache=True, inline="always")
+def _logaddexp(a, b):
+    """``log(exp(a) + exp(b))`` for ``a > -inf``."""
+    if b == -np.inf:
+        return a
+    if a >= b:
+        return a + math.log1p(math.exp(b - a))
+    return b + math.log1p(math.exp(a - b))
+
+
+@numba.njit(cache=True, inline="always")
+def _normalise(log_w):
+    """Subtract ``logsumexp(log_w)`` (at least one weight is positive)."""
+    hi = log_max(log_w)
+    acc = 0.0
+    for m in range(log_w.shape[0]):
+        if log_w[m] > -np.inf:
+            acc += math.exp(log_w[m] - hi)
+    lse = hi + math.log(acc)
+    for m in range(log_w.shape[0]):
+        log_w[m] -= lse
+
+
+@numba.njit(cache=True)
+def share_log_weights(log_w, log_keep, log_each):
+    """Fixed share in place: ``w_m <- (1 - alpha) w_m + alpha / M`` with ``log_keep =
+    log(1 - alpha)`` and ``log_each = log(alpha / M)`` (Herbster and Warmuth 1998), so that no
+    weight falls below ``alpha / M`` and a member that turned bad can lead again."""
+    for m in range(log_w.shape[0]):
+        log_w[m] = _logaddexp(log_each, log_keep + log_w[m])
 
 
 @numba.njit(cache=True)
@@ -184,14 +236,16 @@ def sigmoid(x):
 
 @numba.njit(cache=True)
 def weigh_block(log_w, new_log_w, log_prior, switching, indptr, indices, log_q, log_floor,
-                mean_b, var_b, logit_b, loglik_b, classify, pred_a, pred_b, prior_out,
-                log_evidence):
+                log_rate, log_keep, share_keep, share_each, mean_b, var_b, logit_b, loglik_b,
+                classify, pred_a, pred_b, prior_out, log_evidence):
     """The weights' part of a block of rows, row after row, as the per-sample steps do it.
 
-    Before row ``t``: switch the weights (or copy them) into ``log_prior``; the prediction for
+    Before row ``t``: switch the weights (or copy them) into ``log_prior``, then the fixed share
+    (when ``share_each > -inf``); the prediction for
     the row is the mixture of the members' predictives under those weights, ``(mean, var)`` in
     ``pred_a[t], pred_b[t]`` (a classifier: ``(p0, p1)`` from the logits); ``prior_out[t]`` keeps
-    the weights (when it has rows). Then the BMA step with the row's log-likelihoods. Returns the
+    the weights (when it has rows). Then the weight step with the row's log-likelihoods (Bayes'
+    rule, or Soft-Bayes of rate ``exp(log_rate)``, see :func:`update_log_weights`). Returns the
     log evidence, ``log_evidence`` plus the block's.
     """
     B, M = mean_b.shape
@@ -202,6 +256,8 @@ def weigh_block(log_w, new_log_w, log_prior, switching, indptr, indices, log_q, 
             else:
                 for m in range(M):
                     log_prior[m] = log_w[m]
+            if share_each > -np.inf:
+                share_log_weights(log_prior, share_keep, share_each)
         if classify:
             pred_a[t], pred_b[t] = mixture_proba(log_prior, logit_b[t])
         elif M > 1:
@@ -212,7 +268,8 @@ def weigh_block(log_w, new_log_w, log_prior, switching, indptr, indices, log_q, 
             for m in range(M):
                 prior_out[t, m] = log_prior[m]
         if M > 1:
-            log_evidence += bma_log_weights(log_prior, loglik_b[t], log_floor, new_log_w)
+            log_evidence += update_log_weights(log_prior, loglik_b[t], log_rate, log_keep,
+                                               log_floor, new_log_w)
             for m in range(M):
                 log_w[m] = new_log_w[m]
         else:

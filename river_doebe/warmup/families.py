@@ -57,6 +57,16 @@ def _rbf(n_inputs, seed, size=100, **options):
     return [RBFNetwork(n_centres=size, lengthscale=_ones(n_inputs), seed=seed, **options)]
 
 
+def _bspline(n_inputs, seed, size=100, **options):
+    from river_doebe.basis import BSpline
+
+    # floor(size / D) cubic B-splines per input, at least the four of one cubic piece; the
+    # smoothness, one per input, starts from the basis' own starts (BSpline.hyper_start)
+    degree = options.get("degree", 3)
+    return [BSpline(n_features=max(size, (degree + 1) * n_inputs), smoothness=_ones(n_inputs),
+                    **options)]
+
+
 def _poly(n_inputs, seed, size=None, **options):
     from river_doebe.basis import AdditivePolynomial
 
@@ -73,13 +83,14 @@ def _ones(n_inputs: int) -> tuple:
     return tuple([1.0] * n_inputs)
 
 
-#: every family, by name (paper Sec. 5.1, Experiment 1)
+#: every family, by name (paper Sec. 5.1, Experiment 1; the P-splines are this package's)
 FAMILIES: dict[str, Family] = {
     f.name: f
     for f in (
         Family("hsgp", "HSGP", "additive HSGP", _hsgp),
         Family("rff", "RFF", "random Fourier features", _rff),
         Family("rbf", "RBF", "RBF network", _rbf),
+        Family("bspline", "BSpline", "additive Bayesian P-splines", _bspline),
         Family("poly", "Poly", "additive polynomials (degrees 2-4)", _poly),
         Family("linear", "Linear", "linear", _linear),
     )
@@ -96,7 +107,10 @@ def family_templates(name: str, n_inputs: int, seed: int | None = None, **option
 
     ``"hsgp"``: additive Hilbert-space GP with ``floor(100 / D)`` functions per input;
     ``"rff"``: 50 random Fourier frequencies; ``"rbf"``: an RBF network with 100 centres (all
-    three with ARD length scales, one per input, starting at 1); ``"poly"``: additive polynomials
+    three with ARD length scales, one per input, starting at 1); ``"bspline"``: additive cubic
+    P-splines with ``floor(100 / D)`` B-splines per input and one smoothness per input (its
+    empirical-Bayes starts are its own, see :meth:`river_doebe.basis.BSpline.hyper_start`);
+    ``"poly"``: additive polynomials
     of degrees 2, 3 and 4 (three templates); ``"linear"``: linear with a bias. ``options`` go to
     the family: ``size`` (the 100 functions, 50 frequencies or 100 centres) and the basis' own
     parameters (e.g. ``optimize_frequencies=True``).

@@ -216,6 +216,7 @@ def fit_ensemble(
     seed: int | None = None,
     replay: bool = True,
     verbose: bool = False,
+    weighting=None,
 ):
     """The whole warm-up on a window ``(X, y)``: returns ``(standardizer, engine, members)``.
 
@@ -224,7 +225,8 @@ def fit_ensemble(
     :class:`~river_doebe.engine.LogisticEngine` for classification) is set up with
     ``len(levels) * len(members)`` members in blocks by level (the last level, 0, is the static
     block) and the E-DOEBE transition matrix, and, with ``replay``, its members have filtered the
-    window already (the weights start uniform all the same).
+    window already (the weights start uniform all the same). ``weighting`` is its weight rule
+    (:class:`~river_doebe.engine.weighting.Weighting`; ``None``: model averaging).
     """
     t0 = time.perf_counter()
     classify = task == "classification"
@@ -254,7 +256,8 @@ def fit_ensemble(
                               seed=seed, verbose=verbose)
     engine_type = LogisticEngine if classify else Engine
     engine = engine_type(twin_members(members, list(levels)),
-                         edoebe_transition(len(members), len(levels), delta), weight_floor)
+                         edoebe_transition(len(members), len(levels), delta), weight_floor,
+                         weighting)
     engine.setup(Z.shape[1])
     if replay:
         # The members' filters learn the window; the weights do not: the hyperparameters were
