@@ -15,6 +15,10 @@ The thread count of the member sweeps and the warm-up is the library's, for ever
 process: ``river_doebe.set_num_threads(1)`` (e.g. one model per process in a pool),
 ``with river_doebe.num_threads(1): ...`` for a block of code, or the environment variable
 ``RIVER_DOEBE_THREADS``; ``river_doebe.get_num_threads()`` reads it.
+
+Many keyed streams (a model per key, the keys spread over Ray actors) are
+:class:`river_doebe.distributed.KeyedModels`, with Ray as an optional dependency
+(``pip install "river-doebe[ray]"``).
 """
 
 import importlib
@@ -46,6 +50,7 @@ _SUBMODULES = (
     "calibration",
     "cli",
     "datasets",
+    "distributed",
     "distributions",
     "engine",
     "evaluate",

@@ -253,6 +253,30 @@ def test_fallback_scores_every_model_from_the_first_sample(tmp_path):
         assert {row["n"] for row in rows.values()} == {1100 if "regression" in task else 5300}
 
 
+@pytest.mark.slow
+def test_scaleout_writes_every_row_its_rates_ratios_and_the_recovery(tmp_path):
+    pytest.importorskip("ray")
+    scaleout = _load("scaleout")
+    payload = scaleout.main(["--tiny", "--cores", "2", "--out", str(tmp_path)])
+    assert json.loads((tmp_path / "scaleout.json").read_text()) == json.loads(
+        json.dumps(payload))
+    assert "records/s" in (tmp_path / "scaleout.md").read_text()
+    assert payload["machine"]["cores"] == 2 and payload["machine"]["cpu_count"] >= 1
+    assert list(payload["results"]) == [scaleout.DOBE_NAME, scaleout.EDOEBE_NAME]
+    for r in payload["results"].values():
+        assert list(r["rows"]) == ["dict, 1 thread", "dict, all threads", "1 shard", "2 shards"]
+        for row in r["rows"].values():
+            assert row["seconds_best"] == min(row["seconds_all"]) > 0
+            assert row["records_per_s"] == pytest.approx(r["records"] / row["seconds_best"])
+        rate = {k: v["records_per_s"] for k, v in r["rows"].items()}
+        assert r["ratios"]["2 shards / 1 shard"] == pytest.approx(rate["2 shards"]
+                                                                  / rate["1 shard"])
+        assert r["identical"] and r["recovery"]["identical_to_dict"]
+        (recovery,) = r["recovery"]["recoveries"]
+        assert recovery["shard"] == 0 and recovery["seconds"] > 0
+        assert r["memory"]["bytes_per_key"] > 0
+
+
 def _doc(methods, streams):
     trial = {"nmse": 0.5, "steps": [1, 2], "nmse_trace": [0.6, 0.5], "pll_trace": [-1.1, -1.0]}
     entry = {"trials": [trial], "nmse_mean": 0.5, "nmse_std": 0.0, "pll_mean": -1.0,

@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from river_doebe.cli import keyed
 from river_doebe.cli.base import PROG, CLIError
 from river_doebe.cli.registry import DEFAULT, DEFAULT_PEERS, FAST, MODELS, PEERS, ModelSpec
 from river_doebe.cli.report import format_table, import_pyplot, write_json, write_plot
@@ -116,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--no-progress", action="store_true", help="no progress bars")
     ev.add_argument("--verbose", action="store_true",
                     help="print the warnings raised while fitting (otherwise only counted)")
+    keyed.add_arguments(ev, _positive_int)
 
     sub.add_parser("list", help="list the streams, models and peers",
                    description="List the streams (and whether their data are available), "
@@ -250,6 +252,9 @@ def fit_warmup(args, settings: dict, spec: ModelSpec, stream: str, n: int) -> st
 
 def cmd_evaluate(args, parser) -> int:
     settings = warmup_settings(args, parser)
+    keyed.check_options(args)
+    if args.keys is not None:  # many keyed streams on Ray (river_doebe/cli/keyed.py)
+        return keyed.cmd_keyed(args, parser, settings, MODELS[args.model])
     peers = peer_keys(args)
     if args.plot is not None:
         import_pyplot()  # fail before the long run, not after it

@@ -10,7 +10,10 @@ There are two kinds of datasets.
 - **Generated** (no files needed): :class:`Friedman1` and :class:`Friedman2` (the paper's
   synthetic benchmarks), :class:`Drift` (a drifting stream with a regime change, for the quick
   start and the command-line default) and :class:`StaticThenDrift` (a stream in the style of the
-  paper's Experiment 2: static first, drifting afterwards).
+  paper's Experiment 2: static first, drifting afterwards). :class:`KeyedDrift` interleaves many
+  keys' drifting streams and yields ``(key, x, y)`` records, for
+  :class:`river_doebe.distributed.KeyedModels`; it is not in the registry below, whose streams
+  yield ``(x, y)``.
 - **File-based**: the real streams are read from ``<name>.npz`` files holding two float64 arrays,
   ``X`` of shape ``(n, d)`` and ``y`` of shape ``(n,)``, rows in stream order. The package does not
   ship them. Pass the folder holding them as ``directory=...``, or set the environment variable
@@ -54,6 +57,7 @@ from river_doebe.datasets.files import (
     SarcosTest,
 )
 from river_doebe.datasets.generated import Drift, Friedman1, Friedman2, StaticThenDrift
+from river_doebe.datasets.keyed import KeyedDrift
 from river_doebe.datasets.registry import GENERATED_NAMES, NAMES, PAPER_NAMES, available, load
 
 __all__ = [
@@ -70,6 +74,7 @@ __all__ = [
     "Elevators",
     "Friedman1",
     "Friedman2",
+    "KeyedDrift",
     "Kuka1",
     "Sarcos",
     "SarcosTest",
