@@ -300,21 +300,9 @@ class DOEBEClassifier(BaseEnsemble, ArrayClassifier, base.MiniBatchClassifier):
     models
         The members, as :class:`DOBEClassifier` learners (their parameters are used; each member
         gets its own copy of the basis).
-    weight_floor
-        Weights below it are zeroed and their members no longer updated, to save their work;
-        0 keeps every member. The paper uses 1e-16, but a member that far behind can still come
-        back under model averaging (37 nats of evidence), and pruning it there can drop a whole
-        family that would have led later (CaData); the default 1e-100 prunes only members that
-        would need 230 nats to return.
-    weighting
-        ``"bma"``: Bayesian model averaging, as above. ``"stacking"``: online stacking, the
-        weights of the mixture that predicts best (the Soft-Bayes step, see
-        :mod:`river_doebe.engine.weighting`), which can beat every member.
-    stacking_rate
-        The Soft-Bayes rate ``eta`` in ``(0, 1]`` of ``"stacking"`` (1 is Bayes' rule).
-    share
-        A fixed share in ``[0, 1)``: before each prediction the weights are mixed with the
-        uniform, ``w <- (1 - share) w + share / M``, so a member that fell behind can lead again.
+    weight_floor, weighting, stacking_rate, share
+        As in :class:`DOEBE`: the weight floor, and the weight rule (model averaging or online
+        stacking of the members' predictive probabilities, and a fixed share).
 
     Examples
     --------
