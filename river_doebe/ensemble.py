@@ -236,12 +236,8 @@ class SDOEBE(_Switching, BaseEnsemble, ArrayRegressor, base.MiniBatchRegressor):
         A row-stochastic ``(M, M)`` matrix (nested lists or an array).
     weight_floor
         Posterior weights below it are zeroed before the next switching step.
-    weighting
-        ``"bma"`` (model averaging) or ``"stacking"`` (online stacking), as in :class:`DOEBE`.
-    stacking_rate
-        The Soft-Bayes rate of ``"stacking"``.
-    share
-        A fixed share mixed in after the switching step, as in :class:`DOEBE`.
+    weighting, stacking_rate, share
+        The weight rule, as in :class:`DOEBE` (the share is mixed in after the switching step).
 
     Examples
     --------
@@ -365,12 +361,8 @@ class SDOEBEClassifier(_Switching, BaseEnsemble, ArrayClassifier, base.MiniBatch
         A row-stochastic ``(M, M)`` matrix (nested lists or an array).
     weight_floor
         Posterior weights below it are zeroed before the next switching step.
-    weighting
-        ``"bma"`` (model averaging) or ``"stacking"`` (online stacking), as in :class:`DOEBE`.
-    stacking_rate
-        The Soft-Bayes rate of ``"stacking"``.
-    share
-        A fixed share mixed in after the switching step, as in :class:`DOEBE`.
+    weighting, stacking_rate, share
+        The weight rule, as in :class:`DOEBE` (the share is mixed in after the switching step).
 
     Examples
     --------
