@@ -78,7 +78,9 @@ def reference(template, keys, X, y, with_dist=False, models=None):
             if is_classifier(model):
                 out.append(model.predict_proba_one(x))
             else:
-                out.append(model.predict_one(x, with_dist=with_dist))
+                # (river's own models take no with_dist in older river versions)
+                out.append(model.predict_one(x, with_dist=True) if with_dist
+                           else model.predict_one(x))
             model.learn_one(x, target)
     return out
 
