@@ -66,11 +66,13 @@ def check_weight_floor(value) -> None:
     check_probability("weight_floor", value)
 
 
+#: the weight rules of an ensemble, by name (:mod:`river_doebe.engine.weighting`)
+WEIGHTINGS = ("bma", "stacking")
+
+
 def check_weighting(weighting, stacking_rate, share) -> None:
     """The weight rule of an ensemble: ``"bma"`` or ``"stacking"``, a Soft-Bayes rate in
     ``(0, 1]`` and a fixed share in ``[0, 1)``."""
-    from river_doebe.engine.weighting import WEIGHTINGS
-
     if not isinstance(weighting, str) or weighting not in WEIGHTINGS:
         raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
     if not (_is_real(stacking_rate) and 0.0 < stacking_rate <= 1.0):

@@ -34,14 +34,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from river_doebe._checks import WEIGHTINGS, check_weighting
+
 __all__ = ["STACKING_RATE", "WEIGHTINGS", "Weighting"]
 
 #: the default Soft-Bayes rate of online stacking (benchmarks/reproduce.py, the stacking experiment)
 STACKING_RATE = 0.05
-
-#: the weight rules, by name
-WEIGHTINGS = ("bma", "stacking")
-
 
 @dataclass(frozen=True)
 class Weighting:
@@ -53,12 +51,7 @@ class Weighting:
     share: float = 0.0
 
     def __post_init__(self):
-        if self.rule not in WEIGHTINGS:
-            raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {self.rule!r}")
-        if not 0.0 < self.rate <= 1.0:
-            raise ValueError(f"stacking_rate must be in (0, 1], got {self.rate!r}")
-        if not 0.0 <= self.share < 1.0:
-            raise ValueError(f"share must be in [0, 1), got {self.share!r}")
+        check_weighting(self.rule, self.rate, self.share)  # the estimators' own checks
 
     @property
     def step(self) -> tuple[float, float]:

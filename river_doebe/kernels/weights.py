@@ -17,7 +17,6 @@ import numpy as np
 from river_doebe.kernels.gaussian import LOG_2PI
 
 __all__ = [
-    "bma_log_weights",
     "log_max",
     "mixture_log_density",
     "mixture_moments",
@@ -59,15 +58,6 @@ def switch_log_weights(log_w, indptr, indices, log_q, out):
             if t > -np.inf:
                 acc += math.exp(t - hi)
         out[j] = hi + math.log(acc)
-
-
-@numba.njit(cache=True)
-def bma_log_weights(log_prior, loglik, log_floor, out):
-    """Posterior log weights ``log_prior + loglik``, renormalised; below ``log_floor`` -> -inf.
-
-    Returns the log predictive density of the mixture, ``logsumexp(log_prior + loglik)``.
-    """
-    return update_log_weights(log_prior, loglik, 0.0, -np.inf, log_floor, out)
 
 
 @numba.njit(cache=True)
