@@ -247,6 +247,21 @@ def test_who_runs_on_the_threads():
         assert not threads.use_threads(10**9, 100, rows=256)
 
 
+
+@pytest.mark.parametrize("n_threads", [2, 3, 4])
+def test_each_thread_gets_its_share_of_every_kind_of_member(n_threads):
+    # an E-DOEBE's stack: static members first, then their dynamic twins, and a family of
+    # another size; Numba hands each thread one contiguous run of the order
+    static = np.array([True] * 30 + [False] * 30 + [True] * 7 + [False] * 7)
+    F = np.array([100] * 60 + [21] * 14)
+    order = threads.balanced_order(static, F)
+    assert sorted(order.tolist()) == list(range(len(F)))
+    for run in np.array_split(order, n_threads):
+        for kind in ((True, 100), (False, 100), (True, 21), (False, 21)):
+            total = int(np.sum((static == kind[0]) & (F == kind[1])))
+            here = int(np.sum((static[run] == kind[0]) & (F[run] == kind[1])))
+            assert abs(here - total / n_threads) <= 1
+
 # ------------------------------------------------------------------ dead members
 def test_dead_members_leave_the_stack_and_change_nothing(monkeypatch):
     """A member that can never carry weight again is removed; the same model that keeps every

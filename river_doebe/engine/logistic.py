@@ -99,9 +99,10 @@ class LogisticEngine(Engine):
         logit, loglik = np.empty((B, M)), np.empty((B, M))
         bad = np.empty(M, dtype=np.int64)
         self._block_kernel()(
-            Phi3, self.src, np.asarray(Y, dtype=np.int64), self.F, self.static, self._mu, self._C,
-            self.var_rw, self.var_theta, self.var_eps, self.filtered, self.V, self.E, self.pvec,
-            self.pc, self.pg, self.pend, self.n_filtered, mean, var, logit, loglik, bad,
+            self.order, Phi3, self.src, np.asarray(Y, dtype=np.int64), self.F, self.static,
+            self._mu, self._C, self.var_rw, self.var_theta, self.var_eps, self.filtered, self.V,
+            self.E, self.pvec, self.pc, self.pg, self.pend, self.n_filtered, mean, var, logit,
+            loglik, bad,
         )
         return mean, var, logit, loglik, bad
 

@@ -18,10 +18,12 @@ import contextlib
 import os
 
 import numba
+import numpy as np
 
 __all__ = [
     "PARALLEL_MIN_MEMBERS",
     "PARALLEL_MIN_WORK",
+    "balanced_order",
     "get_num_threads",
     "num_threads",
     "set_num_threads",
@@ -83,3 +85,25 @@ def use_threads(work: int, members: int, rows: int = 1) -> bool:
     if numba.get_num_threads() != n:
         numba.set_num_threads(n)
     return True
+
+
+def balanced_order(static: np.ndarray, F: np.ndarray) -> np.ndarray:
+    """The order in which a parallel kernel hands the members to its threads.
+
+    Numba splits a ``prange`` into one contiguous run of iterations per thread, so the run's
+    members decide a thread's time. Members of one kind (static or dynamic, and their feature
+    count) cost alike, but the kinds do not: a static member's square-root step touches half
+    its factor, a dynamic member's step all of its covariance. An E-DOEBE stacks its static
+    members, then their dynamic twins, so in stack order one thread would get every static
+    member and the other every dynamic one. This order spreads each kind evenly along the
+    whole range (member ``i`` of ``n`` of its kind goes to the position ``(i + 1/2) / n``), so
+    any contiguous run holds its share of every kind, whatever the thread count and whatever
+    the kinds' relative costs. The numbers do not change: each member's arithmetic is its own.
+    """
+    static = np.asarray(static, dtype=bool)
+    F = np.asarray(F, dtype=np.int64)
+    position = np.empty(len(F))
+    for kind in set(zip(static.tolist(), F.tolist())):
+        rows = np.flatnonzero((static == kind[0]) & (F == kind[1]))
+        position[rows] = (np.arange(len(rows)) + 0.5) / len(rows)
+    return np.argsort(position, kind="stable").astype(np.int64)

@@ -92,16 +92,19 @@ def _block_member(m, Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps,
     return -1
 
 
-def _gaussian_block(Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps, filtered, V, E,
-                    pvec, pc, pg, pend, n_filtered, mean_out, var_out, loglik_out, bad_row):
+def _gaussian_block(order, Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps, filtered,
+                    V, E, pvec, pc, pg, pend, n_filtered, mean_out, var_out, loglik_out, bad_row):
     """A block of rows member by member: every filtered member ``m`` through every row of its
     slot's features ``Phi3[src[m]]`` (``Phi3`` is ``(slots, B, F_max)``) while its covariance
     stays in cache, writing each row's predictive ``mean_out[t, m]``, ``var_out[t, m]`` and
     ``loglik_out[t, m]`` (``-inf`` for the others) and, in ``bad_row[m]``, the first row the
     member could not take (-1: none). The weights are the caller's, row by row afterwards
     (:func:`river_doebe.kernels.weights.weigh_block`): the members' filters do not depend on
-    them. The members are a ``prange``: the parallel twin spreads them over the threads."""
-    for m in numba.prange(F.shape[0]):
+    them. The members are a ``prange`` in the order ``order`` (as in
+    :func:`river_doebe.kernels.stack.predict_stack`): the parallel twin spreads them over the
+    threads."""
+    for j in numba.prange(F.shape[0]):
+        m = order[j]
         bad_row[m] = _block_row(m, Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps,
                                 filtered, V, E, pvec, pc, pg, pend, n_filtered, mean_out,
                                 var_out, loglik_out)

@@ -201,13 +201,14 @@ def _block_row(m, Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps, fi
     return -1
 
 
-def _laplace_block(Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps, filtered, V, E,
-                   pvec, pc, pg, pend, n_filtered, mean_out, var_out, logit_out, loglik_out,
-                   bad_row):
+def _laplace_block(order, Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps, filtered,
+                   V, E, pvec, pc, pg, pend, n_filtered, mean_out, var_out, logit_out,
+                   loglik_out, bad_row):
     """A block of labelled rows member by member, as
     :func:`river_doebe.kernels.gaussian.gaussian_block` for the regressors; also writes the
     probit logits ``logit_out[t, m]`` the row's prediction needs."""
-    for m in numba.prange(F.shape[0]):
+    for j in numba.prange(F.shape[0]):
+        m = order[j]
         bad_row[m] = _block_row(m, Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps,
                                 filtered, V, E, pvec, pc, pg, pend, n_filtered, mean_out,
                                 var_out, logit_out, loglik_out)

@@ -214,13 +214,16 @@ def predict_member(m, phi, F, static, mu, C, var_rw, var_eps, want, V, E, pvec, 
     return 0
 
 
-def _predict_stack(Phi, src, F, static, mu, C, var_rw, var_eps, filtered, V, E, mean, var, pvec,
-                   pc, pg, pend, status):
+def _predict_stack(order, Phi, src, F, static, mu, C, var_rw, var_eps, filtered, V, E, mean, var,
+                   pvec, pc, pg, pend, status):
     """:func:`predict_member` for every member (``want``: ``filtered[m]``) on the features of its
     slot ``Phi[src[m]]``, each member on its own (``prange``: the parallel twin spreads them over
-    the threads); writes ``status`` and returns how many are not 0."""
+    the threads, in contiguous runs of ``order``, a permutation of the members that mixes their
+    costs evenly, see :func:`river_doebe.engine.threads.balanced_order`); writes ``status`` and
+    returns how many are not 0."""
     M = F.shape[0]
-    for m in numba.prange(M):
+    for j in numba.prange(M):
+        m = order[j]
         status[m] = predict_member(m, Phi[src[m]], F, static, mu, C, var_rw, var_eps,
                                    filtered[m], V, E, pvec, pc, pg, pend, mean, var)
     n_bad = 0
