@@ -195,7 +195,8 @@ def test_throughput_writes_every_model_with_its_rate_and_ratio(tmp_path):
                                    "--no-threshold"])
     assert json.loads(out.read_text()) == json.loads(json.dumps(payload))
     results = payload["results"]
-    drop_in = [f"EDOEBE() on {n:,}, per sample", f"EDOEBE() on {n:,}, blocks"]
+    drop_in = [throughput.drop_in_name(model, n, path) for model in throughput.DROP_INS
+               for path in ("sample", "block")]
     assert list(results) == [*throughput.candidates(), *drop_in]
     fields = {"seconds", "samples_per_second", "mae_second_half", "state_bytes_half",
               "state_bytes_end", "speed_ratio_vs_river_blr", "path", "threads"}
@@ -211,7 +212,8 @@ def test_throughput_writes_every_model_with_its_rate_and_ratio(tmp_path):
         assert row["threads"] >= 1 and row["path"] in ("sample", "block")
     # the block path makes the per-sample predictions: the same errors, for any thread count
     e90 = "E-DOEBE, 90 members x 100 features (no floor: all live)"
-    pairs = [tuple(drop_in), (f"{e90}, per sample, 1 thread", f"{e90}, blocks, all threads"),
+    pairs = [tuple(drop_in[:2]), tuple(drop_in[2:]),
+             (f"{e90}, per sample, 1 thread", f"{e90}, blocks, all threads"),
              (f"{e90}, per sample, 1 thread", f"{e90}, per sample, all threads")]
     for a, b in pairs:
         assert results[a]["mae_second_half"] == results[b]["mae_second_half"]
