@@ -5,6 +5,9 @@ Models, all run in this one process on the same streams:
 - ``E-DOEBE``            the drop-in ``EDOEBEClassifier(seed=...)``: it warms up on the first
                          ``n_warmup`` samples itself (standardisation, hyperparameters, replay of
                          the window) and sees raw inputs;
+- ``E-DOEBE (stacking)`` the same with online stacking of the members' predictive densities in
+                         place of model averaging and switching (``weighting="stacking",
+                         delta=0``);
 - ``OE-X`` / ``DOE-X``   for X in HSGP, RFF, RBF: one family alone, static (``var_rw = 0``) or
                          dynamic (``var_rw = 1e-3``), built like the paper from the warm-up fit
                          (``river_doebe.warmup.fit_members`` on the standardised window with the
@@ -96,6 +99,7 @@ def _basis_class(family: str) -> str:
 FAMILY_OF_BASIS = {_basis_class(name): name for name in DEFAULT_FAMILIES}
 MODELS = {
     "edoebe": "E-DOEBE",
+    "edoebe-stacking": "E-DOEBE (stacking)",
     **{f"{kind}-{name}": f"{kind.upper()}-{FAMILIES[name].tag}" for name in DEFAULT_FAMILIES
        for kind in ("oe", "doe")},
     "logreg": "LogisticRegression (river)",
@@ -180,11 +184,15 @@ def build_models(cfg: Config, seed: int, fitted) -> dict:
     """``key -> (model, inputs)`` where inputs is ``"raw"`` or ``"std"`` (standardised)."""
     models = {}
     for key in cfg.models:
-        if key == "edoebe":
+        if key in ("edoebe", "edoebe-stacking"):
+            # the stacking row: online stacking in place of model averaging and switching (no
+            # twins' switching, as in the regressors' stacking experiment)
+            weighting = ({"weighting": "stacking", "delta": 0.0} if key == "edoebe-stacking"
+                         else {"delta": cfg.delta})
             models[key] = (
                 EDOEBEClassifier(n_warmup=cfg.n_warmup, n_samples=cfg.n_samples,
-                                 rw_variances=(cfg.var_rw,), delta=cfg.delta, seed=seed,
-                                 starts=cfg.starts, replay=cfg.replay),
+                                 rw_variances=(cfg.var_rw,), seed=seed, starts=cfg.starts,
+                                 replay=cfg.replay, **weighting),
                 "raw",
             )
         elif key in ("logreg", "hat", "arf"):
@@ -237,7 +245,7 @@ def run_trial(order: str, trial: int, cfg: Config, data_dir, log) -> dict:
         raise ValueError(f"the stream has {len(y)} samples, too few for a warm-up of {W}")
     labels = y.tolist()
     std, fitted, fit_s = None, [], 0.0
-    if any(k not in ("edoebe", "logreg", "hat", "arf") for k in cfg.models):
+    if any(k not in ("edoebe", "edoebe-stacking", "logreg", "hat", "arf") for k in cfg.models):
         std, fitted, fit_s = fit_families(X[:W], y[:W], cfg, seed)
     models = build_models(cfg, seed, fitted)
     raw = [{"x0": a, "x1": b} for a, b in X.tolist()]
@@ -277,7 +285,7 @@ def run_trial(order: str, trial: int, cfg: Config, data_dir, log) -> dict:
             "warmup_seconds": t_warm[key],
             "error_trace": cum[99::100].round(5).tolist(),
         }
-        if key == "edoebe":
+        if key in ("edoebe", "edoebe-stacking"):
             entry["weights"] = edoebe_weights(model)
             entry["n_members"] = len(model.members)
             if fitted:
@@ -345,18 +353,20 @@ def markdown(doc: dict) -> str:
         lines.append("")
         if fit > 0:
             lines.append(f"Shared fit of the family models: {fit:.1f} s per trial.")
-        ed = [t["edoebe"] for t in entry["trials"] if "edoebe" in t]
-        if ed:
+        for key in ("edoebe", "edoebe-stacking"):
+            ed = [t[key] for t in entry["trials"] if key in t]
+            if not ed:
+                continue
             w = defaultdict(list)
             for t in ed:
                 for k, v in t["weights"].items():
                     w[k].append(v)
             text = ", ".join(f"{k} {np.mean(v):.2f}" for k, v in sorted(w.items()))
-            lines.append(f"E-DOEBE final weights (mean over trials): {text}.")
+            lines.append(f"{MODELS[key]} final weights (mean over trials): {text}.")
             if any("members_match" in t for t in ed):
                 ok = all(t.get("members_match", False) for t in ed)
-                lines.append(f"E-DOEBE members identical to the family models' members: "
-                             f"{'yes' if ok else 'NO'}.")
+                lines.append(f"{MODELS[key]} members identical to the family models' "
+                             f"members: {'yes' if ok else 'NO'}.")
         lines.append("")
     lines.append(f"river {doc['env']['river']}, numpy {doc['env']['numpy']}, "
                  f"Python {doc['env']['python']}; total {doc['elapsed_seconds']:.0f} s.")

@@ -222,6 +222,8 @@ def column_values(X, name) -> np.ndarray:
 
 def check_target(y) -> float:
     """Validate a regression target and return it as a float."""
+    if type(y) is float and y - y == 0.0:  # the usual case, without the ABC checks below
+        return y
     if isinstance(y, str | bytes) or not isinstance(y, numbers.Real):
         raise TypeError(f"the target must be a real number, got {type(y).__name__} ({y!r})")
     try:

@@ -92,9 +92,11 @@ def test_classification_s_family_models_are_the_default_families():
     classification = _load("classification")
     assert set(classification.FAMILY_OF_BASIS) == {"HilbertGP", "RandomFourierFeatures",
                                                    "RBFNetwork"}
-    assert [label for key, label in classification.MODELS.items() if "-" in key] == [
+    assert [label for key, label in classification.MODELS.items()
+            if key.startswith(("oe-", "doe-"))] == [
         "OE-HSGP", "DOE-HSGP", "OE-RFF", "DOE-RFF", "OE-RBF", "DOE-RBF"
     ]
+    assert classification.MODELS["edoebe-stacking"] == "E-DOEBE (stacking)"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -77,8 +77,10 @@ def use_threads(work: int, members: int, rows: int = 1) -> bool:
     """Whether a stack of ``members`` members and ``work`` covariance entries runs its members on
     every thread now, for one sample (``rows = 1``) or a block of rows (and if so, the Numba
     thread count of this thread is set for it)."""
+    if members < 2:  # a single learner: decided before anything else (its every step asks)
+        return False
     n = get_num_threads()
-    if n < 2 or members < 2:
+    if n < 2:
         return False
     if rows == 1 and (members < PARALLEL_MIN_MEMBERS or work < PARALLEL_MIN_WORK):
         return False
