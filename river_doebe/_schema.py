@@ -92,11 +92,12 @@ class Schema:
         (a key that is not in the schema is ignored)."""
         return self._convert(self._values(x)[0])
 
-    def to_array_and_new(self, x: dict) -> tuple[np.ndarray, list]:
+    def to_array_and_new(self, x: dict, checked: bool = False) -> tuple[np.ndarray, list]:
         """:meth:`to_array` and the keys of ``x`` that are not in the schema (usually none,
-        which costs one ``len`` check)."""
+        which costs one ``len`` check). ``checked``: every value of ``x`` has passed
+        :func:`check_row` already (a batch is checked whole before it is learnt)."""
         vals, missing = self._values(x)
-        z = self._convert(vals)
+        z = np.array(vals, dtype=np.float64) if checked else self._convert(vals)
         if not missing and len(x) == len(self.names):
             return z, []
         return z, [k for k in x if k not in self.index]

@@ -124,7 +124,7 @@ class BatchPath:
             return None
         if is_frame:
             return row
-        z, new = self._schema.to_array_and_new(row)
+        z, new = self._schema.to_array_and_new(row, checked=True)  # (by _many, on entry)
         if new:
             if self._schema_is_free():
                 return None  # the schema grows here: the per-sample path

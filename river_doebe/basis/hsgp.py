@@ -61,25 +61,25 @@ def spectral_density(omega, lengthscale=1.0, kernel="se"):
 
 def _hsgp(Z, Phi, rows, active, n_eig, boundary, weights):
     B, D = Z.shape
-    for k in numba.prange(rows.shape[0]):
+    for ki in numba.prange(rows.shape[0] * B):  # (member, row) pairs: even runs per thread
+        k, i = ki // B, ki % B
         r = rows[k]
         if not active[r]:
             continue
         J = n_eig[k]
-        for i in range(B):
-            for d in range(D):
-                L = boundary[k, d]
-                t = 0.5 * np.pi * (Z[i, d] + L) / L
-                c2 = 2.0 * np.cos(t)
-                s_prev = 0.0
-                s = np.sin(t)
-                base = d * J
-                for j in range(J):
-                    Phi[r, i, base + j] = weights[k, d, j] * s
-                    # Chebyshev recurrence: sin((j+1) t) = 2 cos(t) sin(j t) - sin((j-1) t)
-                    s_next = c2 * s - s_prev
-                    s_prev = s
-                    s = s_next
+        for d in range(D):
+            L = boundary[k, d]
+            t = 0.5 * np.pi * (Z[i, d] + L) / L
+            c2 = 2.0 * np.cos(t)
+            s_prev = 0.0
+            s = np.sin(t)
+            base = d * J
+            for j in range(J):
+                Phi[r, i, base + j] = weights[k, d, j] * s
+                # Chebyshev recurrence: sin((j+1) t) = 2 cos(t) sin(j t) - sin((j-1) t)
+                s_next = c2 * s - s_prev
+                s_prev = s
+                s = s_next
 
 
 _hsgp_kernel, _hsgp_kernel_parallel = stack_kernel(_hsgp)

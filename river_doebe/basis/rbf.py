@@ -22,20 +22,20 @@ __all__ = ["RBFNetwork"]
 
 def _rbf(Z, Phi, rows, active, centres, inv_ls, n_set, n_centres):
     B, D = Z.shape
-    for k in numba.prange(rows.shape[0]):
+    for kt in numba.prange(rows.shape[0] * B):  # (member, row) pairs: even runs per thread
+        k, t = kt // B, kt % B
         r = rows[k]
         if not active[r]:
             continue
         m = n_set[k]
-        for t in range(B):
-            for c in range(m):
-                acc = 0.0
-                for d in range(D):
-                    u = (Z[t, d] - centres[k, c, d]) * inv_ls[k, d]
-                    acc += u * u
-                Phi[r, t, c] = np.exp(-0.5 * acc)
-            for c in range(m, n_centres[k]):
-                Phi[r, t, c] = 0.0
+        for c in range(m):
+            acc = 0.0
+            for d in range(D):
+                u = (Z[t, d] - centres[k, c, d]) * inv_ls[k, d]
+                acc += u * u
+            Phi[r, t, c] = np.exp(-0.5 * acc)
+        for c in range(m, n_centres[k]):
+            Phi[r, t, c] = 0.0
 
 
 _rbf_kernel, _rbf_kernel_parallel = stack_kernel(_rbf)

@@ -27,18 +27,18 @@ _U_CLIP = 1e-12
 
 def _rff(Z, Phi, rows, active, W, n_freq, scale):
     B, D = Z.shape
-    for k in numba.prange(rows.shape[0]):
+    for kt in numba.prange(rows.shape[0] * B):  # (member, row) pairs: even runs per thread
+        k, t = kt // B, kt % B
         r = rows[k]
         if not active[r]:
             continue
         s = scale[k]
-        for t in range(B):
-            for h in range(n_freq[k]):
-                a = 0.0
-                for d in range(D):
-                    a += W[k, h, d] * Z[t, d]
-                Phi[r, t, 2 * h] = s * np.sin(a)
-                Phi[r, t, 2 * h + 1] = s * np.cos(a)
+        for h in range(n_freq[k]):
+            a = 0.0
+            for d in range(D):
+                a += W[k, h, d] * Z[t, d]
+            Phi[r, t, 2 * h] = s * np.sin(a)
+            Phi[r, t, 2 * h + 1] = s * np.cos(a)
 
 
 _rff_kernel, _rff_kernel_parallel = stack_kernel(_rff)
