@@ -92,15 +92,20 @@ class Schema:
         (a key that is not in the schema is ignored)."""
         return self._convert(self._values(x)[0])
 
-    def to_array_and_new(self, x: dict, checked: bool = False) -> tuple[np.ndarray, list]:
+    def to_array_and_new(self, x: dict) -> tuple[np.ndarray, list]:
         """:meth:`to_array` and the keys of ``x`` that are not in the schema (usually none,
-        which costs one ``len`` check). ``checked``: every value of ``x`` has passed
-        :func:`check_row` already (a batch is checked whole before it is learnt)."""
+        which costs one ``len`` check)."""
+        vals, new = self.values_and_new(x)
+        return self._convert(vals), new
+
+    def values_and_new(self, x: dict) -> tuple[tuple | list, list]:
+        """The values of ``x`` in schema order (0 for a missing key), not converted nor checked
+        (a batch's rows are checked whole with :func:`check_row` first), and the keys of ``x``
+        that are not in the schema."""
         vals, missing = self._values(x)
-        z = np.array(vals, dtype=np.float64) if checked else self._convert(vals)
         if not missing and len(x) == len(self.names):
-            return z, []
-        return z, [k for k in x if k not in self.index]
+            return vals, []
+        return vals, [k for k in x if k not in self.index]
 
     def new_names(self, x: dict) -> list:
         """The keys of ``x`` that are not in the schema."""
@@ -146,7 +151,15 @@ def check_row(x) -> None:
     """Validate every value of the dict ``x`` (the features a model would ignore included)."""
     if not isinstance(x, dict):
         raise TypeError(f"expected a dict of features, got {type(x).__name__}")
-    _validated(list(x), list(x.values()))
+    vals = tuple(x.values())
+    if _FAST_TYPES.issuperset(map(type, vals)):  # the usual row: one sum checks it
+        try:
+            total = sum(vals)
+            if total - total == 0:
+                return
+        except OverflowError:
+            pass
+    _validated(tuple(x), vals)  # (names the feature that is wrong)
 
 
 def _check_values(names, vals):

@@ -75,7 +75,7 @@ class BatchPath:
             rows = list(Z)
         out = [None] * n if want else None
         block: list[int] = []
-        zs: list[np.ndarray] = []
+        zs: list = []  # the block's rows: value tuples, or a frame's arrays
 
         def flush():
             if block:
@@ -103,7 +103,7 @@ class BatchPath:
         return out
 
     def _flush_block(self, block, zs, targets, with_dist, want, out):
-        Z = np.vstack(zs)
+        Z = np.array(zs, dtype=np.float64)
         try:
             preds = self._run_block(Z, [targets[i] for i in block], with_dist, want)
         except FilterError as err:
@@ -119,12 +119,15 @@ class BatchPath:
         return self._engine is not None and self._engine.can_block
 
     def _block_array(self, row, is_frame: bool):
-        """The row's array for a block, or ``None`` when it needs the per-sample path."""
+        """The row's values for a block (in schema order), or ``None`` when it needs the
+        per-sample path."""
         if not self._block_ready():
             return None
         if is_frame:
             return row
-        z, new = self._schema.to_array_and_new(row, checked=True)  # (by _many, on entry)
+        # the values as they are: every row was checked on entry, and the block converts them
+        # all at once
+        z, new = self._schema.values_and_new(row)
         if new:
             if self._schema_is_free():
                 return None  # the schema grows here: the per-sample path
