@@ -8,6 +8,9 @@ Models, all run in this one process on the same streams:
 - ``E-DOEBE (stacking)`` the same with online stacking of the members' predictive densities in
                          place of model averaging and switching (``weighting="stacking",
                          delta=0``);
+- ``E-DOEBE (IPL)``      the drop-in E-DOEBE with its members updated by iterated posterior
+                         linearisation instead of the Laplace step (``update="ipl"``; same
+                         hyperparameter fit, same weights and switching);
 - ``OE-X`` / ``DOE-X``   for X in HSGP, RFF, RBF: one family alone, static (``var_rw = 0``) or
                          dynamic (``var_rw = 1e-3``), built like the paper from the warm-up fit
                          (``river_doebe.warmup.fit_members`` on the standardised window with the
@@ -100,6 +103,7 @@ FAMILY_OF_BASIS = {_basis_class(name): name for name in DEFAULT_FAMILIES}
 MODELS = {
     "edoebe": "E-DOEBE",
     "edoebe-stacking": "E-DOEBE (stacking)",
+    "edoebe-ipl": "E-DOEBE (IPL)",
     **{f"{kind}-{name}": f"{kind.upper()}-{FAMILIES[name].tag}" for name in DEFAULT_FAMILIES
        for kind in ("oe", "doe")},
     "logreg": "LogisticRegression (river)",
@@ -107,6 +111,8 @@ MODELS = {
     "arf": "ARF (river)",
 }
 LOG_FLOOR = 1e-15
+#: the rows of the drop-in E-DOEBE (its own warm-up on raw inputs)
+EDOEBE_KEYS = ("edoebe", "edoebe-stacking", "edoebe-ipl")
 
 
 @dataclass
@@ -184,11 +190,14 @@ def build_models(cfg: Config, seed: int, fitted) -> dict:
     """``key -> (model, inputs)`` where inputs is ``"raw"`` or ``"std"`` (standardised)."""
     models = {}
     for key in cfg.models:
-        if key in ("edoebe", "edoebe-stacking"):
+        if key in EDOEBE_KEYS:
             # the stacking row: online stacking in place of model averaging and switching (no
-            # twins' switching, as in the regressors' stacking experiment)
+            # twins' switching, as in the regressors' stacking experiment); the IPL row: the
+            # E-DOEBE row with the other update step of the members
             weighting = ({"weighting": "stacking", "delta": 0.0} if key == "edoebe-stacking"
                          else {"delta": cfg.delta})
+            if key == "edoebe-ipl":
+                weighting["update"] = "ipl"
             models[key] = (
                 EDOEBEClassifier(n_warmup=cfg.n_warmup, n_samples=cfg.n_samples,
                                  rw_variances=(cfg.var_rw,), seed=seed, starts=cfg.starts,
@@ -245,7 +254,7 @@ def run_trial(order: str, trial: int, cfg: Config, data_dir, log) -> dict:
         raise ValueError(f"the stream has {len(y)} samples, too few for a warm-up of {W}")
     labels = y.tolist()
     std, fitted, fit_s = None, [], 0.0
-    if any(k not in ("edoebe", "edoebe-stacking", "logreg", "hat", "arf") for k in cfg.models):
+    if any(k not in (*EDOEBE_KEYS, "logreg", "hat", "arf") for k in cfg.models):
         std, fitted, fit_s = fit_families(X[:W], y[:W], cfg, seed)
     models = build_models(cfg, seed, fitted)
     raw = [{"x0": a, "x1": b} for a, b in X.tolist()]
@@ -285,7 +294,7 @@ def run_trial(order: str, trial: int, cfg: Config, data_dir, log) -> dict:
             "warmup_seconds": t_warm[key],
             "error_trace": cum[99::100].round(5).tolist(),
         }
-        if key in ("edoebe", "edoebe-stacking"):
+        if key in EDOEBE_KEYS:
             entry["weights"] = edoebe_weights(model)
             entry["n_members"] = len(model.members)
             if fitted:
@@ -353,7 +362,7 @@ def markdown(doc: dict) -> str:
         lines.append("")
         if fit > 0:
             lines.append(f"Shared fit of the family models: {fit:.1f} s per trial.")
-        for key in ("edoebe", "edoebe-stacking"):
+        for key in EDOEBE_KEYS:
             ed = [t[key] for t in entry["trials"] if key in t]
             if not ed:
                 continue

@@ -18,6 +18,7 @@ __all__ = [
     "check_seed",
     "check_starts",
     "check_transition",
+    "check_update",
     "check_weight_floor",
     "check_weighting",
 ]
@@ -78,6 +79,17 @@ def check_weighting(weighting, stacking_rate, share) -> None:
     if not (_is_real(stacking_rate) and 0.0 < stacking_rate <= 1.0):
         raise ValueError(f"stacking_rate must be in (0, 1], got {stacking_rate!r}")
     check_probability("share", share)
+
+
+#: the update steps of a classifier's members, by name (:mod:`river_doebe.kernels.logistic`)
+UPDATES = ("laplace", "ipl")
+
+
+def check_update(update) -> None:
+    """A classifier's update step: ``"laplace"`` or ``"ipl"`` (iterated posterior
+    linearisation)."""
+    if not isinstance(update, str) or update not in UPDATES:
+        raise ValueError(f"update must be one of {UPDATES}, got {update!r}")
 
 
 def check_int(name: str, value, low: int) -> None:

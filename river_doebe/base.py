@@ -56,6 +56,10 @@ class ArrayEstimator(BatchPath):
     def _make_engine(self, n_inputs: int) -> Engine:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def _likelihood_options(self) -> dict:
+        """The task's own keyword arguments of the engine (a classifier: its update step)."""
+        return {}
+
     def _on_schema(self, schema: Schema) -> None:
         engine = self._make_engine(len(schema))
         engine.setup(len(schema))
@@ -345,6 +349,9 @@ class ArrayClassifier(ArrayEstimator):
     """
 
     _label_state: Labels | None = None
+
+    def _likelihood_options(self) -> dict:
+        return {"update": self.update}
 
     @property
     def _labels(self) -> Labels:

@@ -5,7 +5,8 @@ parameters and their checks, the blocks of random-walk levels and their switchin
 warm-up (fallback, window, the one pipeline of :func:`river_doebe.warmup.fit_ensemble`, a window
 that fails), ``describe``, ``finish_warmup`` and ``from_batch``. :class:`EDOEBE` and
 :class:`EDOEBEClassifier` add their task's face: the regressor standardises its target and
-answers in its units, the classifier codes its labels.
+answers in its units, the classifier codes its labels and takes one more parameter, its members'
+update step (``update``).
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ from river_doebe._checks import (
     check_random_walk,
     check_seed,
     check_starts,
+    check_update,
     check_weight_floor,
     check_weighting,
 )
+from river_doebe._edoebe_doc import UPDATE_PARAMETER, edoebe_parameters
 from river_doebe._schema import Schema, check_frame, check_targets, column_values
 from river_doebe.base import ArrayClassifier, ArrayRegressor, distributions
 from river_doebe.engine import (
@@ -266,6 +269,7 @@ class BaseEDOEBE(BaseEnsemble):
             n_samples=int(self.n_samples), levels=self._levels(), delta=float(self.delta),
             weight_floor=float(self.weight_floor), starts=tuple(self.starts), seed=self.seed,
             replay=bool(self.replay), verbose=bool(self.verbose), weighting=self._weighting(),
+            **self._likelihood_options(),
         )
         self._warm_log_evidence = self._warm.log_evidence
         self._warm = None
@@ -587,6 +591,34 @@ class EDOEBEClassifier(BaseEDOEBE, ArrayClassifier, base.MiniBatchClassifier):
     _learner_type = DOBEClassifier
     _engine_type = LogisticEngine
 
+    def __init__(
+        self,
+        families: list | None = None,
+        n_warmup: int = 1000,
+        n_samples: int = 5,
+        rw_variances: tuple = (1e-3,),
+        delta: float = 1e-2,
+        seed: int | None = None,
+        models: list | None = None,
+        weight_floor: float = WEIGHT_FLOOR,
+        starts: tuple = (0.1, 1.0, 10.0),
+        replay: bool = True,
+        verbose: bool = False,
+        static: bool = True,
+        weighting: str = "bma",
+        stacking_rate: float = STACKING_RATE,
+        share: float = 0.0,
+        update: str = "laplace",
+    ):
+        self.update = update
+        check_update(update)
+        super().__init__(
+            families=families, n_warmup=n_warmup, n_samples=n_samples,
+            rw_variances=rw_variances, delta=delta, seed=seed, models=models,
+            weight_floor=weight_floor, starts=starts, replay=replay, verbose=verbose,
+            static=static, weighting=weighting, stacking_rate=stacking_rate, share=share,
+        )
+
     def _commit(self, state: Labels, flip: bool) -> None:
         if flip:
             (self._engine if self._engine is not None else self._warm).flip()
@@ -648,53 +680,8 @@ class EDOEBEClassifier(BaseEDOEBE, ArrayClassifier, base.MiniBatchClassifier):
         }
 
 
-def _parameters(learner: str) -> str:
-    return _PARAMETERS.replace("{learner}", learner)
-
-
-_PARAMETERS = """    Parameters
-    ----------
-    families
-        The basis families: names (``"hsgp"``, ``"rff"``, ``"rbf"``, ``"poly"``, ``"linear"``,
-        see :data:`river_doebe.warmup.FAMILIES`) and/or basis templates whose hyperparameters
-        are fitted. ``None`` means the paper's Experiment 3 set, ``("hsgp", "rff", "rbf")``:
-        additive HSGP (about 100 features), random Fourier features (50 frequencies) and an RBF
-        network (100 centres), all with ARD length scales.
-    n_warmup
-        Length of the warm-up window.
-    n_samples
-        Members per mode: the empirical Bayes estimate and ``n_samples - 1`` draws.
-    rw_variances
-        The random-walk variances of the dynamic twins.
-    delta
-        Switching probability between twins.
-    seed
-        Seed of the random parts (random features, centres, draws); same seed, same ensemble.
-    models
-        Explicit members, as :class:`~river_doebe.{learner}` learners (skips the warm-up, see
-        above).
-    weight_floor
-        Posterior weights below it are zeroed before the next switching step, and their
-        members no longer updated (the paper: 1e-16; see :class:`river_doebe.DOEBE` for the
-        default 1e-100).
-    starts
-        Starting length scales of the optimiser, as multiples of each input's warm-up range.
-    replay
-        Whether the warm-up window is filtered through the members after the fit.
-    verbose
-        Print the progress of the warm-up.
-    static
-        Whether the static members are kept. With ``static=False`` and one random-walk level
-        the ensemble is the paper's DOE-X (every member dynamic, plain model averaging); with
-        ``rw_variances=()`` it is OE-X (every member static).
-    weighting, stacking_rate, share
-        The weight rule, ``"bma"`` (the paper) or ``"stacking"`` (Soft-Bayes of rate
-        ``stacking_rate``, see :mod:`river_doebe.engine.weighting`), and a fixed ``share`` with
-        the uniform after the switching step between twins (``delta``).
-"""
-
-# one Parameters section for both tasks (they take the same fifteen parameters)
-EDOEBE.__doc__ = EDOEBE.__doc__.replace("{parameters}", _parameters("DOBE"))
+# one Parameters section for both tasks (the same fifteen parameters; the classifier adds update)
+EDOEBE.__doc__ = EDOEBE.__doc__.replace("{parameters}", edoebe_parameters("DOBE"))
 EDOEBEClassifier.__doc__ = EDOEBEClassifier.__doc__.replace(
-    "{parameters}", _parameters("DOBEClassifier")
+    "{parameters}", edoebe_parameters("DOBEClassifier", UPDATE_PARAMETER)
 )

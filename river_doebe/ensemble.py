@@ -14,7 +14,12 @@ import copy
 import numpy as np
 from river import base
 
-from river_doebe._checks import check_transition, check_weight_floor, check_weighting
+from river_doebe._checks import (
+    check_transition,
+    check_update,
+    check_weight_floor,
+    check_weighting,
+)
 from river_doebe.base import ArrayClassifier, ArrayEstimator, ArrayRegressor
 from river_doebe.basis import Linear
 from river_doebe.engine import WEIGHT_FLOOR, Engine, LogisticEngine, Member
@@ -66,7 +71,8 @@ class BaseEnsemble(ArrayEstimator):
     def _make_engine(self, n_inputs: int) -> Engine:
         members = self._members_for(n_inputs)
         return self._engine_type(members, self._transition(len(members)),
-                                 float(self.weight_floor), self._weighting())
+                                 float(self.weight_floor), self._weighting(),
+                                 **self._likelihood_options())
 
     def _weighting(self) -> Weighting:
         return Weighting(self.weighting, float(self.stacking_rate), float(self.share))
@@ -299,6 +305,9 @@ class DOEBEClassifier(BaseEnsemble, ArrayClassifier, base.MiniBatchClassifier):
     weight_floor, weighting, stacking_rate, share
         As in :class:`DOEBE`: the weight floor, and the weight rule (model averaging or online
         stacking of the members' predictive probabilities, and a fixed share).
+    update
+        The members' update step, ``"laplace"`` or ``"ipl"`` (see :class:`DOBEClassifier`; the
+        members' own ``update`` is not used).
 
     Examples
     --------
@@ -323,15 +332,17 @@ class DOEBEClassifier(BaseEnsemble, ArrayClassifier, base.MiniBatchClassifier):
 
     def __init__(self, models: list, weight_floor: float = WEIGHT_FLOOR,
                  weighting: str = "bma", stacking_rate: float = STACKING_RATE,
-                 share: float = 0.0):
+                 share: float = 0.0, update: str = "laplace"):
         self.models = models
         self.weight_floor = weight_floor
         self.weighting = weighting
         self.stacking_rate = stacking_rate
         self.share = share
+        self.update = update
         check_models(models, DOBEClassifier, "DOBEClassifier")
         check_weight_floor(weight_floor)
         check_weighting(weighting, stacking_rate, share)
+        check_update(update)
 
     @classmethod
     def _unit_test_params(cls):
@@ -363,6 +374,8 @@ class SDOEBEClassifier(_Switching, BaseEnsemble, ArrayClassifier, base.MiniBatch
         Posterior weights below it are zeroed before the next switching step.
     weighting, stacking_rate, share
         The weight rule, as in :class:`DOEBE` (the share is mixed in after the switching step).
+    update
+        The members' update step, ``"laplace"`` or ``"ipl"``, as in :class:`DOEBEClassifier`.
 
     Examples
     --------
@@ -384,17 +397,19 @@ class SDOEBEClassifier(_Switching, BaseEnsemble, ArrayClassifier, base.MiniBatch
 
     def __init__(self, models: list, transition, weight_floor: float = WEIGHT_FLOOR,
                  weighting: str = "bma", stacking_rate: float = STACKING_RATE,
-                 share: float = 0.0):
+                 share: float = 0.0, update: str = "laplace"):
         self.models = models
         self.transition = transition
         self.weight_floor = weight_floor
         self.weighting = weighting
         self.stacking_rate = stacking_rate
         self.share = share
+        self.update = update
         check_models(models, DOBEClassifier, "DOBEClassifier")
         check_transition(transition, len(models))
         check_weight_floor(weight_floor)
         check_weighting(weighting, stacking_rate, share)
+        check_update(update)
 
     @classmethod
     def _unit_test_params(cls):

@@ -7,7 +7,7 @@ import copy
 import numpy as np
 from river import base
 
-from river_doebe._checks import check_positive, check_random_walk
+from river_doebe._checks import check_positive, check_random_walk, check_update
 from river_doebe.base import ArrayClassifier, ArrayEstimator, ArrayRegressor
 from river_doebe.basis import Basis, Linear
 from river_doebe.engine import Engine, LogisticEngine, Member
@@ -39,7 +39,7 @@ class BaseDOBE(ArrayEstimator):
 
     def _make_engine(self, n_inputs: int) -> Engine:
         basis = Linear() if self.basis is None else copy.deepcopy(self.basis)
-        return self._engine_type([self._member(basis)])
+        return self._engine_type([self._member(basis)], **self._likelihood_options())
 
     @property
     def log_evidence_(self) -> float:
@@ -186,6 +186,12 @@ class DOBEClassifier(BaseDOBE, ArrayClassifier, base.MiniBatchClassifier):
         Prior variance of the weights.
     var_rw
         Random-walk variance added to the weights' covariance before each step (0: static).
+    update
+        The update step of the weights: ``"laplace"`` (the paper's, above) or ``"ipl"``, iterated
+        posterior linearisation (a statistical linear regression of the label on the latent
+        ``phi' theta``, by Gauss-Hermite quadrature, re-done with respect to the posterior until
+        it settles; :mod:`river_doebe.kernels.ipl`). Same ``O(F^2)`` per step; the predictive
+        probabilities are the same probit approximation either way.
 
     Attributes
     ----------
@@ -230,13 +236,16 @@ class DOBEClassifier(BaseDOBE, ArrayClassifier, base.MiniBatchClassifier):
 
     _engine_type = LogisticEngine
 
-    def __init__(self, basis: Basis | None = None, var_theta: float = 1.0, var_rw: float = 0.0):
+    def __init__(self, basis: Basis | None = None, var_theta: float = 1.0, var_rw: float = 0.0,
+                 update: str = "laplace"):
         self.basis = basis
         self.var_theta = var_theta
         self.var_rw = var_rw
+        self.update = update
         check_basis(basis)
         check_positive("var_theta", var_theta)
         check_random_walk(var_rw, var_theta)
+        check_update(update)
 
     @classmethod
     def _unit_test_params(cls):
@@ -248,3 +257,4 @@ class DOBEClassifier(BaseDOBE, ArrayClassifier, base.MiniBatchClassifier):
             "var_theta": 5.0,
             "var_rw": 1e-3,
         }
+        yield {"basis": RandomFourierFeatures(n_frequencies=10, seed=1), "update": "ipl"}

@@ -97,6 +97,11 @@ def test_classification_s_family_models_are_the_default_families():
         "OE-HSGP", "DOE-HSGP", "OE-RFF", "DOE-RFF", "OE-RBF", "DOE-RBF"
     ]
     assert classification.MODELS["edoebe-stacking"] == "E-DOEBE (stacking)"
+    assert classification.MODELS["edoebe-ipl"] == "E-DOEBE (IPL)"
+    model, inputs = classification.build_models(
+        classification.Config(models=("edoebe-ipl",)), 0, []
+    )["edoebe-ipl"]
+    assert (model.update, model.delta, model.weighting, inputs) == ("ipl", 1e-2, "bma", "raw")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import dataclasses
 
 import numpy as np
 
+from river_doebe._checks import check_update
 from river_doebe.engine.core import Engine
 from river_doebe.engine.members import Member
 from river_doebe.engine.threads import use_threads
@@ -29,16 +30,22 @@ class LogisticEngine(Engine):
     Per member and step: the latent predictive ``N(a, s2)`` comes from the Gaussian predict kernel
     with ``var_eps = 0``; the member's predictive is ``p(y = 1) = sigmoid(a / sqrt(1 + pi s2 / 8))``
     and its log predictive of the observed label is what the weights use; the update is the
-    one-sample Laplace step of :func:`river_doebe.kernels.logistic.laplace_update_stack`.
+    one-sample Laplace step of :func:`river_doebe.kernels.logistic.laplace_update_stack`, or with
+    ``update="ipl"`` its iterated posterior linearisation (:mod:`river_doebe.kernels.ipl`).
     """
 
     _positive_params = ("var_theta",)
     _scratch = Engine._scratch | {"logit", "_t", "_lam"}
 
+    #: the members' update step (a class default: pickles from before the option load as it)
+    update = "laplace"
+
     def __init__(self, members: list[Member], transition=None, weight_floor: float = 0.0,
-                 weighting=None):
+                 weighting=None, update: str = "laplace"):
+        check_update(update)
         members = [dataclasses.replace(m, var_eps=0.0) for m in members]
         super().__init__(members, transition, weight_floor, weighting)
+        self.update = update
 
     def _allocate_scratch(self) -> None:
         super()._allocate_scratch()
@@ -57,7 +64,7 @@ class LogisticEngine(Engine):
         return laplace_update_stack(
             self.F, self.static, self._mu, self.V, self.mean, self.var, self.logit,
             self.var_theta, code, self.filtered, self.loglik, self.pc, self.pg, self.pend,
-            self.n_filtered, self._t, self._lam,
+            self.n_filtered, self._t, self._lam, self.update == "ipl",
         )
 
     # ------------------------------------------------------------------ classifier views
@@ -102,7 +109,7 @@ class LogisticEngine(Engine):
             self.order, Phi3, self.src, np.asarray(Y, dtype=np.int64), self.F, self.static,
             self._mu, self._C, self.var_rw, self.var_theta, self.var_eps, self.filtered, self.V,
             self.E, self.pvec, self.pc, self.pg, self.pend, self.n_filtered, mean, var, logit,
-            loglik, bad,
+            loglik, bad, self.update == "ipl",
         )
         return mean, var, logit, loglik, bad
 

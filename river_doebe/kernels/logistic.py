@@ -32,6 +32,10 @@ sigmoid(a)`` and nothing moves.
 
 Tails are computed without cancellation: ``1 - sigmoid(x)`` is evaluated as ``sigmoid(-x)`` and
 ``log sigmoid`` directly.
+
+With ``ipl`` the kernels take ``(t, lam)`` from the iterated posterior linearisation of
+:mod:`river_doebe.kernels.ipl` instead (the same scalar contract, so the same ``O(F^2)`` update of
+each member); the predictive and the log-likelihood the weights use do not depend on the update.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ import math
 import numba
 import numpy as np
 
+from river_doebe.kernels.ipl import NODES, WEIGHTS, solve_ipl_step
 from river_doebe.kernels.jit import stack_kernel
 from river_doebe.kernels.stack import (
     owe_block_row,
@@ -60,6 +65,7 @@ __all__ = [
     "probit_logits",
     "laplace_update_stack",
     "solve_laplace_step",
+    "solve_step",
 ]
 
 #: ``pi / 8``: the scale of the latent variance in the probit approximation.
@@ -116,6 +122,15 @@ def solve_laplace_step(a, s2, y):
 
 
 @numba.njit(cache=True, inline="always")
+def solve_step(a, s2, y, ipl):
+    """``(t, lam)`` of the member's update: the Laplace step, or with ``ipl`` the iterated
+    posterior linearisation (on the quadrature fixed at import)."""
+    if ipl:
+        return solve_ipl_step(a, s2, y, NODES, WEIGHTS)
+    return solve_laplace_step(a, s2, y)
+
+
+@numba.njit(cache=True, inline="always")
 def probit_logit(mean, var):
     """``mean / sqrt(1 + pi var / 8)``: ``sigmoid`` of it is the probit-approximated ``p(y = 1)``
     of the latent predictive ``N(mean, var)``."""
@@ -132,7 +147,7 @@ def probit_logits(mean, var, active, logit):
 
 @numba.njit(cache=True, inline="always")
 def _learn(f, is_static, mu, v, var, logit, t, lam, y, pc, pg, m):
-    """Record member ``m``'s Laplace step (``t``, ``lam``); return ``log p_m(y)``."""
+    """Record member ``m``'s step (``t``, ``lam``: Laplace or IPL); return ``log p_m(y)``."""
     alpha0 = 1.0 / lam if lam > 0.0 else np.inf
     c = lam / (1.0 + lam * var)
     record_update(f, is_static, mu, v, t, c, alpha0, pc, pg, m)
@@ -141,15 +156,16 @@ def _learn(f, is_static, mu, v, var, logit, t, lam, y, pc, pg, m):
 
 @numba.njit(cache=True)
 def laplace_update_stack(F, static, mu, V, mean, var, logit, var_theta, y, filtered, loglik, pc,
-                         pg, pend, n_filtered, t_buf, lam_buf):
-    """Fold the label ``y`` (0 or 1) into every filtered member, given its predict step.
+                         pg, pend, n_filtered, t_buf, lam_buf, ipl):
+    """Fold the label ``y`` (0 or 1) into every filtered member, given its predict step (by the
+    Laplace step, or with ``ipl`` by iterated posterior linearisation: :func:`solve_step`).
 
     ``V``, ``mean``, ``var`` are the latent predictive quantities of
     :func:`river_doebe.kernels.stack.predict_stack` run with ``var_eps = 0``, and ``logit`` those
     of :func:`probit_logits`. Every filtered member is checked first (a mean step that would not
     be finite returns ``m + 1`` and changes nothing). Then writes ``loglik[m] = log p_m(y)`` under
     the probit-approximated predictive (``-inf`` for the others), and records each member's
-    Laplace step as the owed update of :mod:`river_doebe.kernels.stack`: gain ``t*`` and curvature
+    step as the owed update of :mod:`river_doebe.kernels.stack`: gain ``t*`` and curvature
     ``c = lam / (1 + lam s2)``, which for a static member is the measurement update with noise
     variance ``alpha_0 = 1 / lam`` (``inf`` when ``lam`` underflows: the mean moves, the
     covariance does not).
@@ -158,7 +174,7 @@ def laplace_update_stack(F, static, mu, V, mean, var, logit, var_theta, y, filte
     for m in range(M):
         if not filtered[m]:
             continue
-        t_buf[m], lam_buf[m] = solve_laplace_step(mean[m], var[m], y)
+        t_buf[m], lam_buf[m] = solve_step(mean[m], var[m], y, ipl)
         if not step_is_finite(F[m], static[m], mu[m], V[m], var[m], var_theta[m], t_buf[m]):
             return m + 1
     for m in range(M):
@@ -174,7 +190,7 @@ def laplace_update_stack(F, static, mu, V, mean, var, logit, var_theta, y, filte
 
 @numba.njit(cache=True, inline="always")
 def _block_row(m, Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps, filtered, V, E,
-               pvec, pc, pg, pend, n_filtered, mean_out, var_out, logit_out, loglik_out):
+               pvec, pc, pg, pend, n_filtered, mean_out, var_out, logit_out, loglik_out, ipl):
     """Member ``m`` through every row of a block (see :func:`laplace_block`); returns the first
     row it cannot take, or -1."""
     if not filtered[m]:
@@ -192,7 +208,7 @@ def _block_row(m, Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps, fi
             return t
         logit = probit_logit(mean[m], var[m])
         logit_out[t, m] = logit
-        step, lam = solve_laplace_step(mean[m], var[m], Y[t])
+        step, lam = solve_step(mean[m], var[m], Y[t], ipl)
         if not step_is_finite(f, static[m], mu[m], V[m], var[m], var_theta[m], step):
             return t
         loglik_out[t, m] = _learn(f, static[m], mu[m], V[m], var[m], logit, step, lam, Y[t], pc,
@@ -203,7 +219,7 @@ def _block_row(m, Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps, fi
 
 def _laplace_block(order, Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps, filtered,
                    V, E, pvec, pc, pg, pend, n_filtered, mean_out, var_out, logit_out,
-                   loglik_out, bad_row):
+                   loglik_out, bad_row, ipl):
     """A block of labelled rows member by member, as
     :func:`river_doebe.kernels.gaussian.gaussian_block` for the regressors; also writes the
     probit logits ``logit_out[t, m]`` the row's prediction needs."""
@@ -211,7 +227,7 @@ def _laplace_block(order, Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var
         m = order[j]
         bad_row[m] = _block_row(m, Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps,
                                 filtered, V, E, pvec, pc, pg, pend, n_filtered, mean_out,
-                                var_out, logit_out, loglik_out)
+                                var_out, logit_out, loglik_out, ipl)
 
 
 laplace_block, laplace_block_parallel = stack_kernel(_laplace_block)

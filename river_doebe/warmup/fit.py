@@ -217,6 +217,7 @@ def fit_ensemble(
     replay: bool = True,
     verbose: bool = False,
     weighting=None,
+    update: str = "laplace",
 ):
     """The whole warm-up on a window ``(X, y)``: returns ``(standardizer, engine, members)``.
 
@@ -226,7 +227,8 @@ def fit_ensemble(
     ``len(levels) * len(members)`` members in blocks by level (the last level, 0, is the static
     block) and the E-DOEBE transition matrix, and, with ``replay``, its members have filtered the
     window already (the weights start uniform all the same). ``weighting`` is its weight rule
-    (:class:`~river_doebe.engine.weighting.Weighting`; ``None``: model averaging).
+    (:class:`~river_doebe.engine.weighting.Weighting`; ``None``: model averaging), and
+    ``update`` the classifier's update step (``"laplace"`` or ``"ipl"``; ignored in regression).
     """
     t0 = time.perf_counter()
     classify = task == "classification"
@@ -257,7 +259,7 @@ def fit_ensemble(
     engine_type = LogisticEngine if classify else Engine
     engine = engine_type(twin_members(members, list(levels)),
                          edoebe_transition(len(members), len(levels), delta), weight_floor,
-                         weighting)
+                         weighting, **({"update": update} if classify else {}))
     engine.setup(Z.shape[1])
     if replay:
         # The members' filters learn the window; the weights do not: the hyperparameters were
