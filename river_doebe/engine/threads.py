@@ -33,11 +33,11 @@ __all__ = [
 #: one sample at a time, a stack runs its members on every thread when it has at least
 #: ``PARALLEL_MIN_MEMBERS`` members and ``PARALLEL_MIN_WORK`` covariance entries (the sum of
 #: ``F_m^2``): measured by ``benchmarks/throughput.py`` (its ``threshold`` rows, per sample, one
-#: thread against two with the parallel sweep forced) on two cores, the parallel sweep starts to
-#: pay at about 8 members of 100 features, 16 of 50 and 32 to 64 of 25 (a single learner
-#: never). A block of rows runs in parallel from two members on: one launch of the threads serves
-#: every row.
-PARALLEL_MIN_WORK = 40_000
+#: thread against two with the parallel sweep forced) on two cores, the parallel sweep (with the
+#: featurisation on both threads) pays from about 4 to 8 members of 100 features (1.10x at 4,
+#: 1.28x at 8), 8 of 50 (1.03x) and 32 of 25 (1.13x), and never for one learner. A block of rows
+#: runs in parallel from two members on: one launch of the threads serves every row.
+PARALLEL_MIN_WORK = 20_000
 PARALLEL_MIN_MEMBERS = 8
 
 
