@@ -131,19 +131,26 @@ class Schema:
         return out
 
 
+def _plain_and_finite(vals) -> bool:
+    """The usual sample: plain number types only, and one finite sum (a NaN or an infinity makes
+    the sum non-finite; an int beyond the float range makes it raise, as the sum is taken in
+    floats), so every value is fine."""
+    if not _FAST_TYPES.issuperset(map(type, vals)):
+        return False
+    try:
+        total = sum(vals, 0.0)
+    except OverflowError:
+        return False
+    return total - total == 0
+
+
 def _validated(names, vals) -> np.ndarray:
     """``vals`` as a float64 array, every value checked (a real, finite number that fits a
-    float); an error names the feature. One sum is the fast check of the usual case."""
-    if not _FAST_TYPES.issuperset(map(type, vals)):
+    float); an error names the feature."""
+    if not _plain_and_finite(vals):
         _check_values(names, vals)
-    try:
-        total = sum(vals)
-        if total - total == 0:  # NaN, infinity or an overflowing sum: look closer
-            return np.array(vals, dtype=np.float64)
-    except OverflowError:  # an int beyond the float range
-        pass
-    for name, v in zip(names, vals):
-        _check_finite(name, v)
+        for name, v in zip(names, vals):
+            _check_finite(name, v)
     return np.array(vals, dtype=np.float64)
 
 
@@ -152,14 +159,8 @@ def check_row(x) -> None:
     if not isinstance(x, dict):
         raise TypeError(f"expected a dict of features, got {type(x).__name__}")
     vals = tuple(x.values())
-    if _FAST_TYPES.issuperset(map(type, vals)):  # the usual row: one sum checks it
-        try:
-            total = sum(vals)
-            if total - total == 0:
-                return
-        except OverflowError:
-            pass
-    _validated(tuple(x), vals)  # (names the feature that is wrong)
+    if not _plain_and_finite(vals):
+        _validated(tuple(x), vals)  # (names the feature that is wrong)
 
 
 def _check_values(names, vals):

@@ -178,6 +178,12 @@ def test_a_bad_row_is_refused_before_anything_changes():
         model.predict_learn_many(xs[50:], [*y[50:53], math.inf, *y[54:]])
     with pytest.raises(TypeError, match="dict"):
         model.learn_many([*xs[50:60], [1.0, 2.0]], y[50:61])
+    huge = [dict(x) for x in xs[50:]]
+    huge[40]["c"] = 10**400  # an int beyond the float range, alone in its row's sum
+    huge[41] = {"a": 10**400, "b": -(10**400), "c": 0}
+    for rows in (huge, huge[41:]):
+        with pytest.raises(ValueError, match="'[ac]' is 1000.*too large for a float"):
+            model.predict_learn_many(rows, y[100 - len(rows):])
     assert pickle.dumps(model) == before
 
 
