@@ -72,11 +72,16 @@ class _Moments:
         """Move the units to ``(z, y)``'s magnitudes (exact): an input's unit is set by its first
         non-zero value and raised when a value exceeds it by more than ``2**8``."""
         _, ex = np.frexp(z)
-        unset = self.ex == _UNSET
-        up = np.where(z == 0, 0, np.where(unset, ex, np.maximum(ex - self.ex - 8, 0)))
-        if up.any():
-            shift = np.where(unset, 0, up)
-            self.ex = np.where(unset & (z != 0), ex, self.ex + shift)
+        nonzero = z != 0
+        # an input whose values were all 0 so far has all-zero statistics: its unit is set by its
+        # first non-zero value with nothing to rescale (whatever that value's exponent, 0
+        # included: an unset unit must not be mistaken for 2**0 once statistics depend on it)
+        first = nonzero & (self.ex == _UNSET)
+        if first.any():
+            self.ex = np.where(first, ex, self.ex)
+        shift = np.where(nonzero & ~first, np.maximum(ex - self.ex - 8, 0), 0)
+        if shift.any():
+            self.ex = self.ex + shift
             self.mx = np.ldexp(self.mx, -shift)
             self.cxy = np.ldexp(self.cxy, -shift)
             self.Cxx = np.ldexp(np.ldexp(self.Cxx, -shift[:, None]), -shift[None, :])
