@@ -11,7 +11,7 @@ from pathlib import Path
 from river_doebe.cli import keyed
 from river_doebe.cli.base import PROG, CLIError
 from river_doebe.cli.registry import DEFAULT, DEFAULT_PEERS, FAST, MODELS, PEERS, ModelSpec
-from river_doebe.cli.report import format_table, import_pyplot, write_json, write_plot
+from river_doebe.cli.report import check_plot_path, format_table, write_json, write_plot
 from river_doebe.cli.run import run_model
 from river_doebe.cli.streams import (
     MIN_FITTED_WARMUP,
@@ -186,13 +186,15 @@ def cmd_list(args, out=None) -> int:
     print(f"  data folder: {where}", file=out)
     print("  or a CSV file of your own: --csv FILE --target COLUMN [--drop COLUMN ...]",
           file=out)
+    # one column for every key, as wide as the longest (edoebe-stacking is 15 characters)
+    width = max(len(key) for key in (*MODELS, *PEERS))
     print("\nModels (--model):", file=out)
     for key, spec in MODELS.items():
-        print(f"  {key:<12} {spec.help}", file=out)
+        print(f"  {key:<{width}} {spec.help}", file=out)
     print("\nPeers (--peers):", file=out)
     for key, spec in PEERS.items():
         default = "  [default]" if key in DEFAULT_PEERS else ""
-        print(f"  {key:<12} {spec.help}{default}", file=out)
+        print(f"  {key:<{width}} {spec.help}{default}", file=out)
     return 0
 
 
@@ -257,7 +259,7 @@ def cmd_evaluate(args, parser) -> int:
         return keyed.cmd_keyed(args, parser, settings, MODELS[args.model])
     peers = peer_keys(args)
     if args.plot is not None:
-        import_pyplot()  # fail before the long run, not after it
+        check_plot_path(args.plot)  # fail before the long run, not after it
     stream, dataset, n, var_y = _load(args)
     spec = MODELS[args.model]
     warmup_note = fit_warmup(args, settings, spec, stream, n)
@@ -280,6 +282,15 @@ def cmd_evaluate(args, parser) -> int:
         + warmup_note,
         flush=True,
     )
+    empty = getattr(dataset, "empty_cells", None)
+    if empty:
+        count, column, row = empty
+        print(
+            f"note: {count} empty cell{'s' if count > 1 else ''} in the feature columns (the "
+            f"first: column {column!r}, row {row}) {'are' if count > 1 else 'is'} read as a "
+            "missing value: the key is left out of that row's dict",
+            flush=True,
+        )
     runs = []
     width = max(len(s.label) for _, s, _ in entries)
     for key, s, is_main in entries:
