@@ -170,13 +170,21 @@ class RecalibratedDistribution(_NotANumber, proba.base.ContinuousDistribution):
         self.base = base
         self.knots_u = ku
         self.knots_p = kp
-        self._ku_up = (1.0 - ku)[::-1]
-        self._kp_up = (1.0 - kp)[::-1]
         self._components = None
         self._log_slopes = None
         self._moments = None
         self._breaks = None
         self._kink_points = None
+
+    @property
+    def _ku_up(self) -> np.ndarray:
+        """The map read from the top: ``1 - g(1 - w)`` runs through ``(1 - knots_u, 1 -
+        knots_p)``, reversed."""
+        return (1.0 - self.knots_u)[::-1]
+
+    @property
+    def _kp_up(self) -> np.ndarray:
+        return (1.0 - self.knots_p)[::-1]
 
     @property
     def _parts(self) -> _Components:

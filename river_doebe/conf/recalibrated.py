@@ -226,7 +226,7 @@ class Recalibrated(base.Wrapper, base.Regressor):
             raise ValueError(f"margin must be a finite non-negative number, got {margin!r}")
 
         self._p_lo, self._p_hi = lo, hi
-        self._shape_p = np.array(sorted(shape))
+        self._shape_p = sorted(shape)
         # which of the three segments of g each shape knot lies in: below, inside, above the
         # interval's knots
         self._segment = [int(k) for k in np.searchsorted([lo, hi], self._shape_p)]
@@ -238,7 +238,7 @@ class Recalibrated(base.Wrapper, base.Regressor):
     def _reset(self) -> None:
         self.alpha_ = 1.0 - self.confidence_level
         self.beta_ = 0.5
-        self._shape_v = self._shape_p.copy()
+        self._shape_v = list(self._shape_p)
         k = len(self._rho)
         # the standardised residuals' exponentially weighted means and variances, one per window,
         # the last residual, and the weighted mean of the squared steps between residuals
@@ -407,10 +407,10 @@ class Recalibrated(base.Wrapper, base.Regressor):
         if err:
             self.beta_ += self.step * (0.5 - float(below))
             self.beta_ = min(max(self.beta_, 0.05), 0.95)
-        if self._shape_v.size:
-            hit = below_p <= self._shape_p
-            self._shape_v = np.clip(self._shape_v + self.level_step * (self._shape_p - hit),
-                                    0.0, 1.0)
+        if self._shape_v:
+            step = self.level_step
+            self._shape_v = [min(max(v + step * (p - float(below_p <= p)), 0.0), 1.0)
+                             for v, p in zip(self._shape_v, self._shape_p, strict=True)]
         if self._rho:
             self._learn_corrections(dist, y, log_f)
         self._cached_knots = None
