@@ -163,13 +163,16 @@ def width_90(dist) -> float:
     return dist.interval(0.9).width
 
 
-def score_dist_model(model, data, recalibrated: bool) -> dict:
-    """A model that gives its distribution: every score, one step ahead."""
+def score_edoebe(model: Recalibrated, data) -> dict:
+    """``EDOEBE`` and ``Recalibrated(EDOEBE)`` scored from one run: the wrapper's predictive
+    and the wrapped E-DOEBE's own (which the wrapper computed, before either learnt the
+    target, for the same sample) are both scored one step ahead."""
     warm_x, warm_y, xs, ys = data
-    chosen = {"coverage_90": metrics.IntervalCoverage(0.9),
-              "coverage_50": metrics.IntervalCoverage(0.5), "crps": metrics.CRPS(),
-              "pll": metrics.PredictiveLogLikelihood()}
-    sse = sse_mean = width = 0.0
+    chosen = {name: {"coverage_90": metrics.IntervalCoverage(0.9),
+                     "coverage_50": metrics.IntervalCoverage(0.5), "crps": metrics.CRPS(),
+                     "pll": metrics.PredictiveLogLikelihood()} for name in ("plain", "recal")}
+    sse = sse_mean = 0.0
+    width = {"plain": 0.0, "recal": 0.0}
     model_s = 0.0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -178,22 +181,27 @@ def score_dist_model(model, data, recalibrated: bool) -> dict:
         for x, y in zip(xs, ys.tolist(), strict=True):
             t0 = time.perf_counter()
             dist = model.predict_one(x, with_dist=True)
-            point = model.predict_one(x) if recalibrated else dist.mu
             model_s += time.perf_counter() - t0
-            for m in chosen.values():
-                m.update(y, dist)
-            sse += (y - point) ** 2
+            plain = model._memo[1]  # the E-DOEBE's own predictive for this sample
+            for name, d in (("plain", plain), ("recal", dist)):
+                for m in chosen[name].values():
+                    m.update(y, d)
+                width[name] += width_90(d)
+            # the point prediction of both is the E-DOEBE's mean
+            sse += (y - plain.mu) ** 2
             sse_mean += (y - dist.mu) ** 2
-            width += width_90(dist)
             t0 = time.perf_counter()
             model.learn_one(x, y)
             model_s += time.perf_counter() - t0
     n, var = len(ys), float(ys.var())
-    out = {k: float(m.get()) for k, m in chosen.items()}
-    out.update(width_90=width / n, nmse=sse / n / var, n_scored=n, model_s=model_s)
-    if recalibrated:
-        out.update(nmse_dist_mean=sse_mean / n / var, n_outside=model.n_outside_,
-                   alpha_end=model.alpha_)
+    out = {}
+    for name, key in (("plain", "EDOEBE"), ("recal", "Recalibrated(EDOEBE)")):
+        r = {k: float(m.get()) for k, m in chosen[name].items()}
+        r.update(width_90=width[name] / n, nmse=sse / n / var, n_scored=n)
+        out[key] = r
+    out["Recalibrated(EDOEBE)"].update(nmse_dist_mean=sse_mean / n / var,
+                                       n_outside=model.n_outside_, alpha_end=model.alpha_,
+                                       model_s=model_s)
     return out
 
 
@@ -215,7 +223,8 @@ def score_jackknife(key: str, cfg: dict, data) -> dict:
         for x, y in zip(xs, ys.tolist(), strict=True):
             i90 = jk90.predict_one(x, with_interval=True)
             i50 = jk50.predict_one(x, with_interval=True)
-            point = jk90.predict_one(x)
+            # the jackknife's point prediction, from its interval (not a third prediction)
+            point = i90.lower - (jk90._lower.get() or 0.0)
             in90 += y in i90
             in50 += y in i50
             width += i90.width
@@ -269,12 +278,11 @@ def table(cfg: dict, data_dir, out_dir: Path) -> tuple[dict, dict]:
             continue
         w = len(data[1])
         print(f"{name}: {w} warm-up + {len(data[3])} scored", flush=True)
-        rows = {}
-        rows["EDOEBE"] = score_dist_model(edoebe(cfg, w), data, False)
-        rows["Recalibrated(EDOEBE)"] = score_dist_model(
-            Recalibrated(edoebe(cfg, w)), data, True)
+        t_stream = time.perf_counter()
+        rows = score_edoebe(Recalibrated(edoebe(cfg, w)), data)
         key, tried = anchor_of(name, cfg, data, out_dir)
         jk = tried.get(key) or score_jackknife(key, cfg, data)
+        print(f"  ({time.perf_counter() - t_stream:.0f} s)", flush=True)
         rows["RegressionJackknife(best river)"] = jk
         if tried:
             rows["RegressionJackknife(best river)"]["anchors_tried"] = {
@@ -391,6 +399,16 @@ def _fmt(v, spec):
     return format(v, spec)
 
 
+def _loads(values) -> str:
+    """The 1-minute load averages of a run, or the range of those of merged runs."""
+    if not values:
+        return "-"
+    if isinstance(values[0], list):
+        ones = [v[0] for v in values]
+        return f"{min(ones):.1f}-{max(ones):.1f}"
+    return f"{values[0]:.1f}"
+
+
 def markdown(doc: dict) -> str:
     cfg = doc["config"]
     lines = [
@@ -412,8 +430,8 @@ def markdown(doc: dict) -> str:
         + (f" --max-samples {cfg['max_samples']}" if cfg["max_samples"] != (
             2500 if cfg["quick"] else 10000) else "") + "`"
         + (" (parts run side by side, then `--merge`)" if doc.get("merged_from") else "")
-        + f". Load average while it ran: {doc.get('load_avg_start')} at the start, "
-        f"{doc.get('load_avg_end')} at the end (2 cores).",
+        + f". Load average (1 minute) while it ran: {_loads(doc.get('load_avg_start'))} at the "
+        f"start, {_loads(doc.get('load_avg_end'))} at the end (2 cores).",
         "",
         "| stream | model | 90% | 50% | width 90% | CRPS | PLL | nMSE | anchor |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -431,7 +449,7 @@ def markdown(doc: dict) -> str:
     if doc.get("shift"):
         s = doc["shift"]
         lines += [
-            f"**After a jump of {s['jump_in_warmup_sd']:,} warm-up standard deviations** "
+            f"**After a jump of {s['jump_in_warmup_sd']:,.0f} warm-up standard deviations** "
             f"(Friedman #1, {s['samples_before_jump']:,} samples after the warm-up): 90% "
             "coverage (mean width) over windows of samples after the jump; 'back at 80%': "
             "samples after the jump until the first 50 consecutive ones of which 80% are "
@@ -454,7 +472,7 @@ def markdown(doc: dict) -> str:
         lines += [
             "**Overhead** (Friedman #1, after the warm-up, "
             f"{o['samples']:,} samples timed in interleaved chunks, best of {o['repeats']}; "
-            f"load average {o['load_avg']} on {o['cpus']} cores): samples/s of "
+            f"load average {o['load_avg'][0]:.1f} on {o['cpus']} cores): samples/s of "
             "`Recalibrated(EDOEBE())` over `EDOEBE()`'s.",
             "",
             "| protocol | EDOEBE samples/s | Recalibrated samples/s | ratio |",
