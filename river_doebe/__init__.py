@@ -49,6 +49,7 @@ _SUBMODULES = (
     "basis",
     "calibration",
     "cli",
+    "conf",
     "datasets",
     "distributed",
     "distributions",

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from river_doebe.cli.entry import recalibrated_spec
 from river_doebe.cli.registry import MODELS, PEERS
 from river_doebe.warmup import FAMILIES
 
@@ -54,10 +55,11 @@ def test_peers_builds_the_command_line_s_models_under_the_names_of_its_reports()
     assert list(built) == [
         "BayesianLinearRegression", "BayesianLinearRegression(smoothing=0.999)",
         "LinearRegression", "KNNRegressor", "HoeffdingAdaptiveTreeRegressor", "ARFRegressor",
-        "EDOEBE", "EDOEBE(weighting='stacking', delta=0)",
+        "EDOEBE", "EDOEBE(weighting='stacking', delta=0)", "Recalibrated(EDOEBE)",
     ]
     specs = [PEERS[key] for key in peers.PEER_KEYS] + [MODELS["edoebe"],
-                                                        MODELS["edoebe-stacking"]]
+                                                        MODELS["edoebe-stacking"],
+                                                        recalibrated_spec(MODELS["edoebe"])]
     for (make, has_dist), spec in zip(built.values(), specs, strict=True):
         model = make()
         assert has_dist == spec.has_dist
@@ -68,6 +70,9 @@ def test_peers_builds_the_command_line_s_models_under_the_names_of_its_reports()
     )
     stacking = built["EDOEBE(weighting='stacking', delta=0)"][0]()
     assert (stacking.weighting, stacking.delta, stacking.n_warmup) == ("stacking", 0.0, 300)
+    # the model `river-doebe evaluate --recalibrate` runs beside the E-DOEBE
+    recalibrated = built["Recalibrated(EDOEBE)"][0]()
+    assert repr(recalibrated.regressor) == repr(edoebe)
 
 
 def test_reproduce_s_families_are_the_registry_s_with_options():
@@ -343,16 +348,24 @@ def test_splines_times_both_ensembles(tmp_path):
 
 @pytest.mark.slow
 def test_calibration_scores_every_model_on_each_stream(tmp_path):
-    calibration, doc = _run_main("calibration", ["--quick", "--streams", "friedman1", "nope",
-                                                 "--max-samples", "600", "--out", str(tmp_path)])
+    calibration, doc = _run_main("calibration", [
+        "--quick", "--streams", "trump_approval", "nope", "--max-samples", "600",
+        "--anchors", "lr", "hat", "--skip", "shift", "overhead", "--out", str(tmp_path)])
     assert json.loads((tmp_path / "calibration.json").read_text()) == json.loads(
         json.dumps(doc))
     assert doc["skipped"] == {"nope": "unknown stream"}
-    rows = doc["results"]["friedman1"]
-    assert list(rows) == list(calibration.models(doc["config"]))
+    rows = doc["results"]["trump_approval"]
+    assert list(rows) == ["EDOEBE", "Recalibrated(EDOEBE)", "RegressionJackknife(best river)"]
+    jackknife = rows["RegressionJackknife(best river)"]
+    assert jackknife["anchor"] in ("LinearRegression", "HoeffdingAdaptiveTreeRegressor")
+    assert jackknife["nmse"] == min(jackknife["anchors_tried"].values())
     for name, row in rows.items():
-        assert row["n_scored"] == 300, name  # 600 - the quick warm-up of 300
+        assert row["n_scored"] == 480, name  # 600 - a warm-up of a fifth
         assert 0.0 <= row["coverage_50"] <= row["coverage_90"] <= 1.0
-        assert row["crps"] > 0 and math.isfinite(row["pll"]) and math.isfinite(row["nmse"])
+        assert row["width_90"] > 0 and math.isfinite(row["nmse"])
+        if name != "RegressionJackknife(best river)":
+            assert row["crps"] > 0 and math.isfinite(row["pll"])
+    # the recalibrated model's point prediction is the E-DOEBE's
+    assert rows["Recalibrated(EDOEBE)"]["nmse"] == pytest.approx(rows["EDOEBE"]["nmse"])
     table = (tmp_path / "calibration.md").read_text()
-    assert all(f"| friedman1 | {name} |" in table for name in rows)
+    assert all(f"| trump_approval | {name} |" in table for name in rows)

@@ -23,7 +23,7 @@ from river_doebe.cli.streams import (
 )
 
 __all__ = ["build_parser", "cmd_evaluate", "cmd_list", "fit_warmup", "main", "peer_keys",
-           "warmup_settings"]
+           "recalibrated_spec", "warmup_settings"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -108,6 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="river peers (space or comma separated): " + ", ".join(PEERS)
                        + f" (default: {' '.join(DEFAULT_PEERS)})")
     group.add_argument("--no-peers", action="store_true", help="evaluate the model alone")
+    ev.add_argument("--recalibrate", action="store_true",
+                    help="also run the model wrapped in river_doebe.conf.Recalibrated (online "
+                    "recalibration of its predictive distribution, 90%% intervals with a "
+                    "long-run coverage guarantee): the table gains its row")
     ev.add_argument("--every", type=_positive_int, default=None, metavar="K",
                     help="record the traces every K samples (default: about 200 points)")
     ev.add_argument("--json", type=Path, default=None, metavar="FILE",
@@ -218,6 +222,20 @@ def _load(args):
     return load_csv(args.csv, args.target, _split_names(args.drop), args.n)
 
 
+def recalibrated_spec(spec: ModelSpec) -> ModelSpec:
+    """The model of ``spec`` wrapped in :class:`river_doebe.conf.Recalibrated` (its defaults),
+    for ``--recalibrate``."""
+
+    def make(settings):
+        from river_doebe.conf import Recalibrated
+
+        return Recalibrated(spec.factory(settings))
+
+    return ModelSpec(f"{spec.label} recalibrated",
+                     f"{spec.help}, recalibrated online (river_doebe.conf.Recalibrated)", make,
+                     has_dist=True, warms_up=spec.warms_up)
+
+
 def fit_warmup(args, settings: dict, spec: ModelSpec, stream: str, n: int) -> str:
     """Fit the warm-up to a stream of ``n`` samples unless ``--n-warmup`` was given; returns
     what the header line says about it."""
@@ -256,6 +274,8 @@ def cmd_evaluate(args, parser) -> int:
     settings = warmup_settings(args, parser)
     keyed.check_options(args)
     if args.keys is not None:  # many keyed streams on Ray (river_doebe/cli/keyed.py)
+        if args.recalibrate:
+            raise CLIError("--recalibrate is not available with --keys")
         return keyed.cmd_keyed(args, parser, settings, MODELS[args.model])
     peers = peer_keys(args)
     if args.plot is not None:
@@ -273,6 +293,8 @@ def cmd_evaluate(args, parser) -> int:
     progress = not args.no_progress
 
     entries = [(args.model, spec, True)] + [(k, PEERS[k], False) for k in peers]
+    if args.recalibrate:
+        entries.insert(1, (f"{args.model}-recalibrated", recalibrated_spec(spec), False))
     n_features = getattr(dataset, "n_features", None)
     print(
         f"{PROG} evaluate: stream {stream!r} ({n} samples, {n_features} features); "
