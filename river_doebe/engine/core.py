@@ -51,6 +51,8 @@ class Engine:
         How the weights learn (:class:`~river_doebe.engine.weighting.Weighting`): Bayesian model
         averaging (the default) or online stacking, and the fixed share.
 
+    Notes
+    -----
     A member is filtered while it can still carry weight: under model averaging while its weight
     is positive, under switching while weight can still flow to it from a member that has some
     (its twins, in an E-DOEBE). A member that can never carry weight again is dead: it leaves the
