@@ -204,7 +204,7 @@ def test_throughput_writes_every_model_with_its_rate_and_ratio(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         payload = throughput.main(["--n", str(n), "--repeats", str(repeats), "--out", str(out),
-                                   "--no-threshold"])
+                                   "--no-threshold", "--no-busy"])
     assert json.loads(out.read_text()) == json.loads(json.dumps(payload))
     results = payload["results"]
     drop_in = [throughput.drop_in_name(model, n, path) for model in throughput.DROP_INS
@@ -241,6 +241,15 @@ def test_throughput_writes_every_model_with_its_rate_and_ratio(tmp_path):
     machine = payload["machine"]
     assert machine["cores"] >= 1 and machine["numba_threads"] >= 1
     assert payload["ratios"] and all(v > 0 for v in payload["ratios"].values())
+
+
+def test_the_busy_processes_end_with_the_block_whatever_ends_it():
+    throughput = _load("throughput")
+    with pytest.raises(KeyboardInterrupt):
+        with throughput.busy_machine(2, deadline=60) as hogs:
+            assert all(h.poll() is None for h in hogs)
+            raise KeyboardInterrupt
+    assert all(h.poll() is not None for h in hogs)
 
 
 @pytest.mark.slow
