@@ -15,6 +15,7 @@ from river import compose, evaluate, linear_model, metrics, preprocessing
 from river_doebe import DOBE, DOEBE, EDOEBE, DOBEClassifier, EDOEBEClassifier
 from river_doebe.basis import (
     AdditivePolynomial,
+    BSpline,
     HilbertGP,
     Linear,
     RandomFourierFeatures,
@@ -92,24 +93,42 @@ def _grow_stream(n=120, seed=0):
     return out
 
 
-GROWABLE = [
+_FREQUENCIES = np.random.default_rng(3).normal(size=(5, 1))
+
+#: every family, shared and per-input (ARD) length scales, drawn and given parameters
+BASES = [
     pytest.param(lambda: Linear(), id="linear"),
     pytest.param(lambda: AdditivePolynomial(3), id="poly"),
     pytest.param(lambda: RandomFourierFeatures(6, lengthscale=1.3, seed=2), id="rff"),
     pytest.param(
         lambda: RandomFourierFeatures(6, kernel="matern32", sampler="qmc", seed=2), id="rff-qmc"
     ),
+    pytest.param(lambda: RandomFourierFeatures(6, lengthscale=(0.7,), seed=2), id="rff-ard"),
+    pytest.param(
+        lambda: RandomFourierFeatures(5, kernel="matern52", frequencies=_FREQUENCIES),
+        id="rff-given",
+    ),
     pytest.param(
         lambda: RBFNetwork(5, lengthscale=1.5, seed=0).fit(np.linspace(-2, 2, 9)[:, None]),
         id="rbf",
     ),
+    pytest.param(
+        lambda: RBFNetwork(4, lengthscale=(1.2,), centres=[[-1.0], [0.0], [0.5], [2.0]]),
+        id="rbf-ard-given",
+    ),
+    pytest.param(lambda: HilbertGP(12, lengthscale=0.8), id="hsgp"),
+    pytest.param(lambda: HilbertGP(10, lengthscale=(0.8,), kernel="matern32").fit(
+        np.linspace(-2, 2, 9)[:, None]), id="hsgp-ard-fitted"),
+    pytest.param(lambda: BSpline(12, smoothness=2.0), id="bspline"),
+    pytest.param(lambda: BSpline(10, smoothness=(3.0,), boundary=(-3.0, 3.0)), id="bspline-ard"),
 ]
 
 
-@pytest.mark.parametrize("make_basis", GROWABLE)
+@pytest.mark.parametrize("make_basis", BASES)
 def test_static_posterior_after_growth_equals_the_batch_posterior(make_basis):
-    """Past samples had the new inputs at 0, where a growable basis gives the old features and
-    zeros: the grown posterior is the batch posterior on the grown design."""
+    """Past samples had the new inputs at 0, where every basis gives the old features and
+    zeros (the splines and the Hilbert-space GP pin a new input's component at 0): the grown
+    posterior is the batch posterior on the grown design."""
     data = _grow_stream()
     model = DOBE(make_basis(), var_theta=1.5, var_eps=0.2)
     for x, y in data:
@@ -120,13 +139,32 @@ def test_static_posterior_after_growth_equals_the_batch_posterior(make_basis):
     X = np.array([[x.get(k, 0.0) for k in ("c", "b", "a")] for x, _ in data])
     y = np.array([t for _, t in data])
     if isinstance(basis, RBFNetwork):  # the fitted centres, at 0 in the inputs that came later
-        assert basis.centres_.shape == (5, 3) and not basis.centres_[:, 1:].any()
+        assert basis.centres_.shape[1] == 3 and not basis.centres_[:, 1:].any()
     Phi = basis.featurize(X)
     A = Phi.T @ Phi / 0.2 + np.eye(Phi.shape[1]) / 1.5
     cov = np.linalg.inv(A)
     mu, Sigma = model.posterior
     np.testing.assert_allclose(mu, cov @ Phi.T @ y / 0.2, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(Sigma, cov, rtol=1e-8, atol=1e-12)
+
+
+@pytest.mark.parametrize("make_basis", BASES)
+def test_growth_keeps_the_old_features_to_the_bit_and_the_new_ones_are_0_at_0(make_basis):
+    basis = make_basis().initialize(1)
+    Z = np.linspace(-2.5, 2.5, 11)[:, None]
+    before = np.array([basis.featurize_one(z) for z in Z])
+    positions = basis.grow(3)
+    after = np.array([basis.featurize_one(np.r_[z, 0.0, 0.0]) for z in Z])
+    np.testing.assert_array_equal(after[:, positions], before)
+    fresh = np.setdiff1d(np.arange(basis.n_outputs), positions)
+    assert not after[:, fresh].any()
+    assert not np.array_equal(basis.featurize_one(np.r_[Z[3], 0.7, -0.4]), after[3])
+    # the array face agrees with the kernel, pinned components included
+    W = np.random.default_rng(4).normal(size=(6, 3))
+    np.testing.assert_allclose(basis.featurize(W), [basis.featurize_one(w) for w in W],
+                               rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="cannot grow"):
+        basis.grow(3)
 
 
 def test_dynamic_learner_after_growth_equals_a_kalman_filter_on_the_whole_design():
@@ -163,16 +201,35 @@ def test_ensemble_weights_after_growth_are_the_evidences_of_the_grown_designs():
     np.testing.assert_allclose(model.weights, np.exp(ev - np.logaddexp.reduce(ev)), rtol=1e-8)
 
 
+class _Rigid(Linear):
+    """A family that cannot take new inputs (the default of a basis written outside the
+    package)."""
+
+    @property
+    def can_grow(self):
+        return False
+
+
 def test_a_basis_that_cannot_grow_fixes_the_schema_and_warns_once_per_feature():
-    """HilbertGP's eigenfunctions are not 0 at 0: its schema is that of the first sample learnt."""
-    model = DOBE(HilbertGP(12))
+    model = DOBE(_Rigid())
     model.learn_one({"a": 0.1, "b": 0.2}, 1.0)
-    with pytest.warns(RuntimeWarning, match=r"\['c'\].*HilbertGP"):
+    with pytest.warns(RuntimeWarning, match=r"\['c'\].*_Rigid"):
         model.learn_one({"a": 0.1, "b": 0.2, "c": 3.0}, 1.0)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         model.learn_one({"a": 0.3, "c": 1.0}, 1.0)  # warned about 'c' already
     assert model.feature_names_in_ == ("a", "b")
+
+
+def test_hilbert_gp_takes_a_late_input_the_report():
+    """The report: ``DOBE(HilbertGP())`` fixed its inputs at the first sample learnt."""
+    model = DOBE(HilbertGP(12))
+    model.learn_one({"a": 0.1, "b": 0.2}, 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model.learn_one({"a": 0.1, "b": 0.2, "c": 3.0}, 1.0)
+    assert model.feature_names_in_ == ("a", "b", "c")
+    assert model.basis_.n_outputs == 18  # the 6 eigenfunctions of each input, c's pinned at 0
 
 
 def test_edoebe_schema_is_the_union_of_its_warm_up_window():
@@ -401,3 +458,4 @@ def test_targets_around_1e200_give_finite_predictions():
         x = {"a": rng.normal()}
         assert math.isfinite(model.predict_one(x))
         model.learn_one(x, 1e200 * (1 + 0.1 * x["a"]))
+
