@@ -459,3 +459,75 @@ def test_targets_around_1e200_give_finite_predictions():
         assert math.isfinite(model.predict_one(x))
         model.learn_one(x, 1e200 * (1 + 0.1 * x["a"]))
 
+
+# ------------------------------------------------------------------ empty samples, NumPy scalars
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: DOBE(var_theta=2.0, var_eps=0.5),
+        lambda: DOBE(HilbertGP(12)),
+        lambda: DOBE(BSpline(12)),
+        lambda: DOBE(RandomFourierFeatures(5, seed=1)),
+        lambda: DOBE(RBFNetwork(4)),
+        lambda: DOEBE([DOBE(), DOBE(HilbertGP(10))]),
+        lambda: EDOEBE(n_warmup=10),
+        lambda: EDOEBE(models=[DOBE(), DOBE(AdditivePolynomial(2))]),
+        lambda: DOBEClassifier(),
+        lambda: EDOEBEClassifier(n_warmup=10),
+    ],
+    ids=["dobe", "hsgp", "bspline", "rff", "rbf", "doebe", "edoebe", "edoebe-models",
+         "classifier", "edoebe-classifier"],
+)
+def test_an_empty_sample_is_a_sample_with_no_active_feature(make):
+    """The report: ``predict_one({})`` raised ``TypeError: itemgetter expected 1 argument, got 0``
+    and an empty first sample "has no features". The prior prediction, and then learning."""
+    model = make()
+    before = pickle.dumps(model)
+    if isinstance(model, DOBEClassifier | EDOEBEClassifier):
+        assert model.predict_proba_one({}) == {False: 0.5, True: 0.5}
+        target, other = True, False
+    else:
+        assert model.predict_one({}) == 0.0
+        target, other = 2.0, -1.0
+    assert pickle.dumps(model) == before and model.feature_names_in_ == ()
+    model.learn_one({}, target)
+    model.learn_one({"a": 1.0}, other)
+    model.learn_one({}, target)
+    model.learn_one({"a": 1.0, "b": 0.5}, other)
+    assert model.feature_names_in_ == ("a", "b")
+    out = (model.predict_proba_one({}) if isinstance(model, DOBEClassifier | EDOEBEClassifier)
+           else model.predict_one({}, with_dist=True).sigma)
+    assert out
+
+
+def test_the_prior_predictive_of_an_empty_sample():
+    dist = DOBE(var_theta=2.0, var_eps=0.5).predict_one({}, with_dist=True)
+    assert (dist.mu, dist.sigma**2) == (0.0, pytest.approx(2.0 + 0.5))  # the bias only
+
+
+_NUMPY_VALUES = {
+    "a": np.True_, "b": np.bool_(False), "c": np.int8(-3), "d": np.uint8(200), "e": np.int16(7),
+    "f": np.uint16(9), "g": np.int32(-5), "h": np.uint32(4), "i": np.int64(2), "j": np.uint64(3),
+    "k": np.float16(0.5), "l": np.float32(1.25), "m": np.float64(-0.75), "n": True,
+}
+
+
+def test_numpy_scalars_are_numbers_and_bools_count_as_0_1():
+    """The report: ``np.True_`` was refused, although a bool counts as 0/1."""
+    plain = {k: float(v) for k, v in _NUMPY_VALUES.items()}
+    assert plain["a"] == 1.0 and plain["b"] == 0.0
+    for make in (DOBE, lambda: EDOEBE(n_warmup=10), DOBEClassifier):
+        a, b = make(), make()
+        for t in range(3):
+            a.learn_one(_NUMPY_VALUES, bool(t % 2) if isinstance(a, DOBEClassifier) else t)
+            b.learn_one(plain, bool(t % 2) if isinstance(b, DOBEClassifier) else t)
+        assert pickle.dumps(a) == pickle.dumps(b)
+        predict = a.predict_proba_one if isinstance(a, DOBEClassifier) else a.predict_one
+        assert predict(_NUMPY_VALUES) == predict(plain)
+    a, b = DOBE(), DOBE()
+    a.learn_many([_NUMPY_VALUES] * 3, [1.0, 2.0, 3.0])
+    for t in (1.0, 2.0, 3.0):
+        b.learn_one(plain, t)
+    np.testing.assert_array_equal(a.posterior[0], b.posterior[0])
+    with pytest.raises(ValueError, match="'z'.*too large"):
+        DOBE().learn_one({"z": np.longdouble("1e4000")}, 1.0)
