@@ -184,22 +184,23 @@ class BaseEDOEBE(BaseEnsemble):
         return z
 
     # ------------------------------------------------------------------ the input schema
-    # free while the fallback learns, fixed by the members' fit
-    def _schema_is_free(self) -> bool:
-        if self.models is not None:
-            return super()._schema_is_free()
-        return self._engine is None
-
-    def _fixed_because(self) -> str:
-        if self.models is not None:
-            return super()._fixed_because()
-        return "the members were fitted on the warm-up window's inputs"
+    @property
+    def _fill(self) -> float:
+        """A missing key: NaN (resolved by the standardisation: a dense input's mean, a sparse
+        input's 0) when the model standardises its inputs, 0 with explicit ``models``."""
+        return math.nan if self.models is None else 0.0
 
     def _grow(self, n_inputs: int) -> None:
         if self._engine is None:
             self._warm.grow(n_inputs)
-        else:
+        elif self._std is None:
             super()._grow(n_inputs)
+        else:
+            # after the warm-up: the new inputs join the standardisation (sparse, their scales
+            # set by their first non-zero values) and the members (past samples: absent, 0)
+            n_new = n_inputs - len(self._schema)
+            self._std.grow(n_new)
+            self._engine.grow(self._engine.n_inputs + n_new)
 
     # ------------------------------------------------------------------ the warm-up
     @property
@@ -231,7 +232,8 @@ class BaseEDOEBE(BaseEnsemble):
         if self._engine is not None:
             return False
         self._warm.learn(z, target)
-        if self._warm.keep_window and self._warm.n >= self.n_warmup:
+        # (a window whose samples had no feature at all has nothing to fit: it waits for one)
+        if self._warm.keep_window and self._warm.n >= self.n_warmup and z.shape[0]:
             self._end_warmup()
         return True
 
@@ -281,6 +283,8 @@ class BaseEDOEBE(BaseEnsemble):
             return self
         if self._warm is None or self._warm.n < 2:
             raise RuntimeError("the warm-up needs at least 2 samples")
+        if not len(self._schema):
+            raise RuntimeError("the warm-up window's samples have no features yet")
         if not self._warm.keep_window:
             raise RuntimeError("the warm-up failed already; the model is its fallback")
         warnings.warn(
@@ -373,6 +377,13 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
     distributions are in the original units of ``y``. If the fit fails on the window's data, the
     model says so once and goes on with its fallback.
 
+    Sparse dicts (the README's input policy): a key missing from a sample is at its window mean
+    (the standardised 0) for an input the warm-up found dense, present in at least 90% of the
+    window's samples and not constant when present (a measurement), and 0 for a sparse one (an
+    indicator, a word count: scaled, not centred, so that absent stays 0). Inputs first seen
+    after the warm-up join every member exactly (the past samples lacked them) and are scaled
+    by the magnitude of their first non-zero value (:class:`river_doebe.warmup.fit.Standardizer`).
+
     The weights switch with the block matrix of :func:`river_doebe.engine.edoebe_transition`: a
     member moves to one of its own twins with probability ``delta`` each step, so a collapse of
     the static/dynamic weights early in a stream can be undone later.
@@ -453,6 +464,7 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         if self._std is None:
             self._engine.learn(z, y)
         else:
+            self._std.freeze(z)
             self._engine.learn(self._std.x(z), self._std.y(y))
 
     def _log_density_z(self, z, y):
@@ -467,10 +479,17 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
     def _history_targets(self, y, n: int) -> np.ndarray:
         return check_targets(y, n)
 
+    def _replay(self, Z, targets):
+        if self._std is None:
+            return super()._replay(Z, targets)
+        self._std.freeze(Z)
+        self._engine.replay(self._std.x(Z), self._std.y(np.asarray(targets, dtype=np.float64)))
+
     def _block(self, Z, Y, keep):
         std = self._std
         if std is None:
             return self._counted_block(Z, Y, keep)
+        std.freeze(Z)
         a, b, extra = self._counted_block(std.x(Z), std.y(Y), keep)
         if extra is not None:
             log_prior, means, variances = extra
@@ -514,7 +533,9 @@ class EDOEBEClassifier(BaseEDOEBE, ArrayClassifier, base.MiniBatchClassifier):
     while it keeps the window. At ``n_warmup`` it
 
     1. freezes a standardisation of ``x`` (mean and standard deviation of the window; inputs
-       constant over the window are dropped with a warning; the labels are not transformed);
+       constant over the window are dropped with a warning; the labels are not transformed; a
+       sparse input is scaled only, and a missing key means its mean or 0 as for the regressor
+       :class:`river_doebe.EDOEBE`, whose inputs later seen join the members in the same way);
     2. chooses the hyperparameters of every basis family by empirical Bayes on the window, with
        the **Gaussian evidence of the labels coded as -1/+1**: length scales (and the other basis
        hyperparameters) and ``var_theta`` are taken from the type-II maximum-likelihood fit of a
@@ -635,10 +656,19 @@ class EDOEBEClassifier(BaseEDOEBE, ArrayClassifier, base.MiniBatchClassifier):
         if self._warm_learn(z, code):
             return
         if self._std is not None:
+            self._std.freeze(z)
             z = self._std.x(z)
         self._engine.learn(z, code)
 
+    def _replay(self, Z, targets):
+        if self._std is not None:
+            self._std.freeze(Z)
+            Z = self._std.x(Z)
+        self._engine.replay(Z, targets)
+
     def _block(self, Z, codes, keep):
+        if self._std is not None:
+            self._std.freeze(Z)
         return self._counted_block(Z if self._std is None else self._std.x(Z), codes, keep)
 
     def _history_targets(self, y, n: int) -> np.ndarray:
