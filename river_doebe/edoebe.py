@@ -378,7 +378,7 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
     model says so once and goes on with its fallback.
 
     Sparse dicts (the README's input policy): a key missing from a sample is at its window mean
-    (the standardised 0) for an input the warm-up found dense, present in at least 90% of the
+    (the standardised 0) for an input the warm-up found dense, present in at least 99% of the
     window's samples and not constant when present (a measurement), and 0 for a sparse one (an
     indicator, a word count: scaled, not centred, so that absent stays 0). Inputs first seen
     after the warm-up join every member exactly (the past samples lacked them) and are scaled

@@ -52,7 +52,7 @@ CONSTANT = 1e-12
 #: absent means 0. The rule of the fallback (see the module's docstring) and of the
 #: standardisation the warm-up freezes (:class:`river_doebe.warmup.fit.Standardizer`); the value
 #: comes from the measurements of ``benchmarks/sparse.py`` (README, "Input policy")
-DENSE_PRESENCE = 0.9
+DENSE_PRESENCE = 0.99
 
 #: the power-of-two unit of an input (or target) that has only been 0 so far
 _UNSET = np.iinfo(np.int64).min

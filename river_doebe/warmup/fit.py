@@ -45,7 +45,7 @@ class Standardizer:
     The window's rows hold NaN where a sample lacked a key (``EDOEBE`` asks its schema for NaN
     there). Per input, with ``f`` the fraction of the window's samples that have it:
 
-    - a **dense** input (``f >=`` :data:`river_doebe.warmup.fallback.DENSE_PRESENCE`, 0.9, and
+    - a **dense** input (``f >=`` :data:`river_doebe.warmup.fallback.DENSE_PRESENCE`, 0.99, and
       not constant over its present values: a measurement) is centred and scaled with the mean
       and standard deviation of its present values; a key missing from a sample, in the window
       or later, is imputed at that mean (it standardises to 0), as river's ``StandardScaler``
