@@ -784,3 +784,27 @@ def test_numpy_scalars_are_numbers_and_bools_count_as_0_1():
     with pytest.raises(ValueError, match="'z'.*too large"):
         DOBE().learn_one({"z": np.longdouble("1e4000")}, 1.0)
 
+
+def test_replay_window_after_the_warm_up_goes_through_the_standardisation():
+    """``replay_window`` on a warmed-up E-DOEBE filters the standardised samples (it gave the
+    members raw ones): each member ends as if it had learnt them one by one (up to rounding: the
+    replay grows the schema for ``z`` before it filters the first rows)."""
+    import copy
+
+    rng = np.random.default_rng(16)
+    warm = _small_edoebe(30, weight_floor=0.0)
+    for _ in range(30):
+        x = {"a": 5.0 + float(rng.normal()), "b": float(rng.normal())}
+        warm.learn_one(x, x["a"] - x["b"])
+    xs = [{"a": 5.0 + float(rng.normal()), "b": float(rng.normal())} for _ in range(20)]
+    for x in xs[5:]:
+        x["z"] = float(rng.integers(1, 3))
+    del xs[7]["a"]
+    ys = [x.get("a", 5.0) + x.get("z", 0.0) for x in xs]
+    replayed, learnt = copy.deepcopy(warm), copy.deepcopy(warm)
+    replayed.replay_window(xs, ys)
+    for x, y in zip(xs, ys):
+        learnt.learn_one(x, y)
+    for k in range(len(warm.members)):
+        for a, b in zip(replayed.member_posterior(k), learnt.member_posterior(k), strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
