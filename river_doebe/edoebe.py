@@ -186,21 +186,16 @@ class BaseEDOEBE(BaseEnsemble):
     # ------------------------------------------------------------------ the input schema
     @property
     def _fill(self) -> float:
-        """A missing key: NaN (resolved by the standardisation: a dense input's mean, a sparse
-        input's 0) when the model standardises its inputs, 0 with explicit ``models``."""
+        """A missing key: NaN (the standardisation's to resolve), or 0 with explicit ``models``."""
         return math.nan if self.models is None else 0.0
 
     def _grow(self, n_inputs: int) -> None:
         if self._engine is None:
-            self._warm.grow(n_inputs)
-        elif self._std is None:
-            super()._grow(n_inputs)
-        else:
-            # after the warm-up: the new inputs join the standardisation (sparse, their scales
-            # set by their first non-zero values) and the members (past samples: absent, 0)
-            n_new = n_inputs - len(self._schema)
+            return self._warm.grow(n_inputs)
+        n_new = n_inputs - len(self._schema)
+        if self._std is not None:  # after the warm-up: the standardisation takes them (sparse)
             self._std.grow(n_new)
-            self._engine.grow(self._engine.n_inputs + n_new)
+        self._engine.grow(self._engine.n_inputs + n_new)  # (fewer than the schema's: dropped)
 
     # ------------------------------------------------------------------ the warm-up
     @property
@@ -236,6 +231,13 @@ class BaseEDOEBE(BaseEnsemble):
         if self._warm.keep_window and self._warm.n >= self.n_warmup and z.shape[0]:
             self._end_warmup()
         return True
+
+    def _replay(self, Z, targets):
+        if self._std is not None:
+            Z = self._std.x_learning(Z)
+            if self.task == "regression":
+                targets = self._std.y(np.asarray(targets, dtype=np.float64))
+        self._engine.replay(Z, targets)
 
     def _counted_block(self, Z, targets, keep):
         """The engine's block, counting its rows among the samples seen."""
@@ -283,8 +285,6 @@ class BaseEDOEBE(BaseEnsemble):
             return self
         if self._warm is None or self._warm.n < 2:
             raise RuntimeError("the warm-up needs at least 2 samples")
-        if not len(self._schema):
-            raise RuntimeError("the warm-up window's samples have no features yet")
         if not self._warm.keep_window:
             raise RuntimeError("the warm-up failed already; the model is its fallback")
         warnings.warn(
@@ -377,12 +377,9 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
     distributions are in the original units of ``y``. If the fit fails on the window's data, the
     model says so once and goes on with its fallback.
 
-    Sparse dicts (the README's input policy): a key missing from a sample is at its window mean
-    (the standardised 0) for an input the warm-up found dense, present in at least 99% of the
-    window's samples and not constant when present (a measurement), and 0 for a sparse one (an
-    indicator, a word count: scaled, not centred, so that absent stays 0). Inputs first seen
-    after the warm-up join every member exactly (the past samples lacked them) and are scaled
-    by the magnitude of their first non-zero value (:class:`river_doebe.warmup.fit.Standardizer`).
+    A missing key is at its window mean for a dense input (present in 99% of the window's samples)
+    and 0 for a sparse one (an indicator, a word count); inputs first seen after the warm-up join
+    every member exactly (:class:`river_doebe.warmup.fit.Standardizer`, the README's input policy).
 
     The weights switch with the block matrix of :func:`river_doebe.engine.edoebe_transition`: a
     member moves to one of its own twins with probability ``delta`` each step, so a collapse of
@@ -464,8 +461,7 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         if self._std is None:
             self._engine.learn(z, y)
         else:
-            self._std.freeze(z)
-            self._engine.learn(self._std.x(z), self._std.y(y))
+            self._engine.learn(self._std.x_learning(z), self._std.y(y))
 
     def _log_density_z(self, z, y):
         if self._engine is None:
@@ -479,18 +475,11 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
     def _history_targets(self, y, n: int) -> np.ndarray:
         return check_targets(y, n)
 
-    def _replay(self, Z, targets):
-        if self._std is None:
-            return super()._replay(Z, targets)
-        self._std.freeze(Z)
-        self._engine.replay(self._std.x(Z), self._std.y(np.asarray(targets, dtype=np.float64)))
-
     def _block(self, Z, Y, keep):
         std = self._std
         if std is None:
             return self._counted_block(Z, Y, keep)
-        std.freeze(Z)
-        a, b, extra = self._counted_block(std.x(Z), std.y(Y), keep)
+        a, b, extra = self._counted_block(std.x_learning(Z), std.y(Y), keep)
         if extra is not None:
             log_prior, means, variances = extra
             extra = (log_prior, *std.y_back(means, variances))
@@ -533,9 +522,8 @@ class EDOEBEClassifier(BaseEDOEBE, ArrayClassifier, base.MiniBatchClassifier):
     while it keeps the window. At ``n_warmup`` it
 
     1. freezes a standardisation of ``x`` (mean and standard deviation of the window; inputs
-       constant over the window are dropped with a warning; the labels are not transformed; a
-       sparse input is scaled only, and a missing key means its mean or 0 as for the regressor
-       :class:`river_doebe.EDOEBE`, whose inputs later seen join the members in the same way);
+       constant over the window are dropped with a warning; the labels are not transformed;
+       sparse inputs and inputs seen later as for the regressor :class:`river_doebe.EDOEBE`);
     2. chooses the hyperparameters of every basis family by empirical Bayes on the window, with
        the **Gaussian evidence of the labels coded as -1/+1**: length scales (and the other basis
        hyperparameters) and ``var_theta`` are taken from the type-II maximum-likelihood fit of a
@@ -656,20 +644,12 @@ class EDOEBEClassifier(BaseEDOEBE, ArrayClassifier, base.MiniBatchClassifier):
         if self._warm_learn(z, code):
             return
         if self._std is not None:
-            self._std.freeze(z)
-            z = self._std.x(z)
+            z = self._std.x_learning(z)
         self._engine.learn(z, code)
 
-    def _replay(self, Z, targets):
-        if self._std is not None:
-            self._std.freeze(Z)
-            Z = self._std.x(Z)
-        self._engine.replay(Z, targets)
-
     def _block(self, Z, codes, keep):
-        if self._std is not None:
-            self._std.freeze(Z)
-        return self._counted_block(Z if self._std is None else self._std.x(Z), codes, keep)
+        return self._counted_block(Z if self._std is None else self._std.x_learning(Z), codes,
+                                   keep)
 
     def _history_targets(self, y, n: int) -> np.ndarray:
         """The codes of a history's labels (the classifier takes its labels from it)."""

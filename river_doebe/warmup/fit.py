@@ -177,6 +177,11 @@ class Standardizer:
             if rows.size:
                 self.x_scale[j] = abs(float(V[rows[0], i]))
 
+    def x_learning(self, X: np.ndarray) -> np.ndarray:
+        """:meth:`x` of samples about to be learnt, in order: :meth:`freeze` first."""
+        self.freeze(X)
+        return self.x(X)
+
     @property
     def sparse_(self) -> np.ndarray:
         """Per kept input: whether it is sparse (only scaled: absent means 0) rather than dense
