@@ -808,3 +808,14 @@ def test_replay_window_after_the_warm_up_goes_through_the_standardisation():
     for k in range(len(warm.members)):
         for a, b in zip(replayed.member_posterior(k), learnt.member_posterior(k), strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+def test_a_target_far_beyond_the_warm_up_unit_so_far_is_taken():
+    """Found by the property tests: a subnormal first target set the fallback's target unit, and
+    the next target, 1.0, overflowed in that unit (``OverflowError``, also before this branch)."""
+    model = EDOEBE(n_warmup=100)
+    model.learn_one({"a": 0.0}, 2.2250738585e-313)
+    model.learn_one({"a": 1.0}, 1.0)
+    model.learn_one({"a": 0.5}, 2.0)
+    dist = model.predict_one({"a": 1.0}, with_dist=True)
+    assert math.isfinite(dist.mu) and 0.0 < dist.sigma < math.inf

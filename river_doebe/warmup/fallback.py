@@ -359,10 +359,13 @@ class Fallback:
         else:
             means, variances = self._members(z)
             _, ey = self._moments.units()
-            t = math.ldexp(float(y), -ey)
+            # (inf for a target beyond the float range in the unit so far, a subnormal's: it
+            # scores nothing, and the unit moves to it when it is kept)
+            with np.errstate(over="ignore"):
+                t = float(np.ldexp(float(y), -ey))
             member_ll = -0.5 * (_LOG_2PI + np.log(variances) + (t - means) ** 2 / variances)
             member_ll -= ey * math.log(2.0)  # the density of y, not of y / 2**ey
-            if self._moments.n >= 2:
+            if self._moments.n >= 2 and math.isfinite(t):
                 self._sq_err += ((t - means[0]) / self._post[0]) ** 2
                 self._n_err += 1
         joint = self.log_w + member_ll
