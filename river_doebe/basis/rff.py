@@ -27,13 +27,11 @@ _SAMPLERS = ("mc", "qmc")
 _U_CLIP = 1e-12
 
 
-def _rff(Z, Phi, rows, active, W, n_freq, scale):
+def _rff(Z, Phi, rows, W, n_freq, scale):
     B, D = Z.shape
     for kt in numba.prange(rows.shape[0] * B):  # (member, row) pairs: even runs per thread
         k, t = kt // B, kt % B
         r = rows[k]
-        if not active[r]:
-            continue
         s = scale[k]
         for h in range(n_freq[k]):
             a = 0.0

@@ -65,8 +65,8 @@ class Engine:
 
     #: per-step buffers, rebuilt rather than pickled
     _scratch: frozenset = frozenset(
-        ("Phi", "V", "E", "mean", "var", "loglik", "new_log_w", "filtered", "log_prior",
-         "status", "_cache_z", "_reach", "src", "_slot_active", "order", "_pace", "_block_pace")
+        ("Phi", "V", "E", "mean", "var", "loglik", "new_log_w", "log_prior", "status",
+         "_cache_z", "_reach", "src", "n_slots", "order", "_pace", "_block_pace")
     )
 
     def __init__(self, members: list[Member], transition=None, weight_floor: float = 0.0,
@@ -135,7 +135,7 @@ class Engine:
             self._C[k, idx, idx] = math.sqrt(vt) if self.static[k] else vt
         # the update owed since the last learn (see kernels.stack.predict_stack)
         self.pvec = np.zeros((M, Fmax))
-        self.pc = np.zeros(M)
+        self.alpha0 = np.zeros(M)
         self.pg = np.zeros(M)
         self.pend = np.zeros(M, dtype=np.bool_)
         self.n_filtered = np.zeros(M, dtype=np.int64)
@@ -147,7 +147,7 @@ class Engine:
 
     def _allocate_scratch(self) -> None:
         M, Fmax = self._mu.shape
-        self.Phi = np.zeros((len(self._slot_active), Fmax))  # one row per distinct basis
+        self.Phi = np.zeros((self.n_slots, Fmax))  # one row per distinct basis
         self.V = np.zeros((M, Fmax))
         self.E = np.zeros((M, Fmax))
         self.mean = np.zeros(M)
@@ -155,7 +155,6 @@ class Engine:
         self.loglik = np.zeros(M)
         self.new_log_w = np.empty(M)
         self.log_prior = self.log_w.copy()
-        self.filtered = np.ones(M, dtype=np.bool_)  # every live member (the dead are gone)
         self._reach = np.ones(M, dtype=np.bool_)
         self.status = np.zeros(M, dtype=np.int8)
         self._cache_z = None
@@ -188,7 +187,7 @@ class Engine:
                 slot = slots[key] = len(slots)
                 owners.setdefault(type(m.basis), []).append((slot, k))
             self.src[k] = slot
-        self._slot_active = np.ones(len(slots), dtype=np.bool_)
+        self.n_slots = len(slots)
         self.groups = []
         for cls, pairs in owners.items():
             params = stack_params([stack[k].basis._params() for _, k in pairs])
@@ -202,15 +201,11 @@ class Engine:
         ]
 
     # ------------------------------------------------------------------ steps
-    def _predict_var_eps(self) -> np.ndarray:
-        """The noise variance the predict sweep adds (the logistic engine: none)."""
-        return self.var_eps
-
     def _featurize(self, Z: np.ndarray, Phi: np.ndarray, parallel: bool) -> None:
         """The features of the rows ``Z (B, D)`` for every member, into ``Phi (M, B, F_max)``."""
         for cls, slots, params, _ in self.groups:
             kernel = cls._kernel_parallel if parallel else cls._kernel
-            kernel(Z, Phi, slots, self._slot_active, *params)
+            kernel(Z, Phi, slots, *params)
 
     def _switch(self) -> None:
         """The weights for the next prediction (the switching step, or the weights as they
@@ -230,13 +225,13 @@ class Engine:
             return
         self._switch()
         # a stack on the parallel sweep featurises on every thread too: the threads are awake
-        # already, and 90 members of 100 features take 28 us instead of 40
+        # already (benchmarks/results/engine.md)
         parallel = self.M > 1 and self._pace.start(self.work, self.M)  # (a single learner: never)
         self._featurize(z[None, :], self.Phi[:, None, :], parallel)
         sweep = predict_stack_parallel if parallel else predict_stack
         if sweep(self.order, self.Phi, self.src, self.F, self.static, self._mu, self._C,
-                 self.var_rw, self._predict_var_eps(), self.filtered, self.V, self.E, self.mean,
-                 self.var, self.pvec, self.pc, self.pg, self.pend, self.status):
+                 self.var_rw, self.var_eps, self.V, self.E, self.mean, self.var, self.pvec,
+                 self.alpha0, self.pg, self.pend, self.status):
             k = int(np.flatnonzero(self.status)[0])
             raise FilterError(
                 f"member {int(self.live[k])} ({type(self.stack[k].basis).__name__}) cannot "
@@ -253,7 +248,7 @@ class Engine:
         refused the sample (nothing changed then)."""
         return gaussian_update(
             self.F, self.static, self._mu, self.V, self.mean, self.var, self.var_theta,
-            self.var_eps, y, self.filtered, self.loglik, self.pc, self.pg, self.pend,
+            self.var_eps, y, self.loglik, self.alpha0, self.pg, self.pend,
             self.n_filtered,
         )
 
@@ -354,7 +349,7 @@ class Engine:
         self._mu = np.ascontiguousarray(self._mu[keep, :Fmax])
         self._C = np.ascontiguousarray(self._C[keep, :Fmax, :Fmax])
         self.pvec = np.ascontiguousarray(self.pvec[keep, :Fmax])
-        for name in ("pc", "pg", "pend", "n_filtered", "log_w"):
+        for name in ("alpha0", "pg", "pend", "n_filtered", "log_w"):
             setattr(self, name, getattr(self, name)[keep].copy())
         self.F = F
         self._per_member()
@@ -387,7 +382,7 @@ class Engine:
         self._pace.forget()  # the time of a block is not a sample's
         parallel = self._block_pace.start(self.work, self.M, B)
         # slot-major, as the kernels read it (each fills the columns its members read)
-        Phi3 = np.empty((len(self._slot_active), B, Fmax))
+        Phi3 = np.empty((self.n_slots, B, Fmax))
         self._featurize(np.ascontiguousarray(Z), Phi3, parallel)
         saved = self._block_state()
         out = self._member_pass(Phi3, Y, parallel)
@@ -427,9 +422,8 @@ class Engine:
         bad = np.empty(M, dtype=np.int64)
         self._block_kernel(parallel)(
             self.order, Phi3, self.src, np.asarray(Y, dtype=np.float64), self.F, self.static,
-            self._mu, self._C, self.var_rw, self.var_theta, self.var_eps, self.filtered, self.V,
-            self.E, self.pvec, self.pc, self.pg, self.pend, self.n_filtered, mean, var, loglik,
-            bad,
+            self._mu, self._C, self.var_rw, self.var_theta, self.var_eps, self.V, self.E,
+            self.pvec, self.alpha0, self.pg, self.pend, self.n_filtered, mean, var, loglik, bad,
         )
         return mean, var, loglik, bad
 
@@ -439,7 +433,7 @@ class Engine:
     def _block_state(self) -> dict:
         """What a block changes, for putting it back if a row is refused."""
         return {name: getattr(self, name).copy()
-                for name in ("_mu", "_C", "pvec", "pc", "pg", "pend", "n_filtered")}
+                for name in ("_mu", "_C", "pvec", "alpha0", "pg", "pend", "n_filtered")}
 
     def _restore(self, saved: dict) -> None:
         for name, value in saved.items():
@@ -494,7 +488,7 @@ class Engine:
         mu, C = self._mu.copy(), self._C.copy()
         if self.pend.any():
             flush_stack(self.F, self.static, mu, C, self.var_rw, np.zeros_like(mu), self.pvec,
-                        self.pc, self.pg, self.pend.copy())
+                        self.alpha0, self.pg, self.pend.copy())
         return mu, C
 
     @property
@@ -572,6 +566,8 @@ class Engine:
 
     def __setstate__(self, state):
         state.pop("groups", None)  # (pickles of an earlier version)
+        if "pc" in state:  # (pickles of 0.x: the owed alpha0 was named pc)
+            state["alpha0"] = state.pop("pc")
         if isinstance(state.get("_C"), tuple):
             state["_C"] = _unpack_covariances(state["_C"], state["static"])
         self.__dict__.update(state)
