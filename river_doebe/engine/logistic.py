@@ -58,9 +58,8 @@ class LogisticEngine(Engine):
     def _update_members(self, code: int) -> int:
         """Laplace step of every live member; writes ``self.loglik``."""
         return logistic_update_stack(
-            self.F, self.static, self._mu, self.V, self.mean, self.var, self.logit,
-            self.var_theta, code, self.loglik, self.alpha0, self.pg, self.pend,
-            self.n_filtered, self._t, self._lam, self.update == "ipl",
+            self.params, self.state, self.V, self.mean, self.var, self.logit, code, self.loglik,
+            self._t, self._lam, self.update == "ipl",
         )
 
     # ------------------------------------------------------------------ classifier views
@@ -85,8 +84,8 @@ class LogisticEngine(Engine):
         With a zero-mean prior the logistic filter is symmetric under ``theta -> -theta``,
         ``y -> 1 - y``: negating the means (and the cached latent means) is an exact relabelling.
         """
-        self._mu *= -1.0
-        self.pg *= -1.0  # a static member's owed mean step flips with its mean
+        self.state.mu[...] *= -1.0
+        self.state.pg[...] *= -1.0  # a static member's owed mean step flips with its mean
         self.mean *= -1.0
         self.logit *= -1.0
 
@@ -102,10 +101,8 @@ class LogisticEngine(Engine):
         logit, loglik = np.empty((B, M)), np.empty((B, M))
         bad = np.empty(M, dtype=np.int64)
         self._block_kernel(parallel)(
-            self.order, Phi3, self.src, np.asarray(Y, dtype=np.int64), self.F, self.static,
-            self._mu, self._C, self.var_rw, self.var_theta, self.var_eps, self.V, self.E,
-            self.pvec, self.alpha0, self.pg, self.pend, self.n_filtered, mean, var, logit,
-            loglik, bad, self.update == "ipl",
+            self.order, Phi3, self.src, np.asarray(Y, dtype=np.int64), self.params, self.state,
+            self.V, self.E, mean, var, logit, loglik, bad, self.update == "ipl",
         )
         return mean, var, logit, loglik, bad
 
