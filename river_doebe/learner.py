@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from typing import TYPE_CHECKING
 
 import numpy as np
 from river import base
@@ -15,7 +16,7 @@ from river_doebe.engine import Engine, LogisticEngine, Member
 __all__ = ["DOBE", "DOBEClassifier"]
 
 
-def check_basis(basis) -> None:
+def check_basis(basis: object) -> None:
     """``None`` or a basis expansion of :mod:`river_doebe.basis`."""
     if basis is not None and not isinstance(basis, Basis):
         raise TypeError(
@@ -33,7 +34,12 @@ class BaseDOBE(ArrayEstimator):
 
     _engine_type: type[Engine] = Engine
 
-    def _member(self, basis) -> Member:
+    if TYPE_CHECKING:  # set by the host's __init__
+        basis: Basis | None
+        var_theta: float
+        var_rw: float
+
+    def _member(self, basis: Basis) -> Member:
         return Member(basis, float(self.var_theta), float(getattr(self, "var_eps", 0.0)),
                       float(self.var_rw))
 
@@ -159,7 +165,9 @@ class DOBE(BaseDOBE, ArrayRegressor, base.MiniBatchRegressor):
         yield {"basis": RandomFourierFeatures(n_frequencies=10, seed=1), "var_rw": 1e-3}
 
 
-class DOBEClassifier(BaseDOBE, ArrayClassifier, base.MiniBatchClassifier):
+# (ArrayClassifier's predict_one takes the keywords of the package's estimators, which river's
+# Classifier does not declare)
+class DOBEClassifier(BaseDOBE, ArrayClassifier, base.MiniBatchClassifier):  # type: ignore[misc]
     """Dynamic online basis expansion for binary classification (logistic, Laplace-filtered).
 
     The model is ``p(y = 1 | x, theta) = sigmoid(phi(x)' theta)`` with prior ``theta ~ N(0,
