@@ -266,23 +266,23 @@ def test_a_family_alone_has_the_same_members_as_in_the_ensemble():
         assert a["hyper"] == b["hyper"] and a["var_eps"] == b["var_eps"]
 
 
-@pytest.mark.parametrize("task", ["regression", "classification"])
 def test_the_warm_up_does_not_depend_on_the_threads(task):
     # the (family, start) fits and the draws run on a pool: same members, same model, any count
-    from river_doebe import EDOEBEClassifier, num_threads
+    # (six fits and a draw per mode are enough to keep two threads busy)
+    from river_doebe import num_threads
 
-    X, y = Friedman1(n_samples=260, n_features=5).arrays()
-    if task == "classification":
+    X, y = Friedman1(n_samples=230, n_features=5).arrays()
+    if task.is_classification:
         y = (y > np.median(y)).astype(int)
-    params = dict(families=("hsgp", "rff", "linear"), n_warmup=200, n_samples=3, seed=5)
+    params = dict(families=("hsgp", "rff", "linear"), n_warmup=200, n_samples=2,
+                  starts=(0.1, 1.0), seed=5)
     runs = []
     for n in (1, 2, None):
-        model = (EDOEBEClassifier if task == "classification" else EDOEBE)(**params)
+        model = task.EDOEBE(**params)
         with num_threads(n):
             outs = []
             for x, t in zip(dicts(X), y):
-                outs.append(model.predict_proba_one(x) if task == "classification"
-                            else model.predict_one(x))
+                outs.append(task.predict(model, x))
                 model.learn_one(x, t)
         runs.append((model.describe(), outs, list(model.weights)))
     for other in runs[1:]:
