@@ -116,7 +116,10 @@ def always_cover(T):
     lambda m, T: always_cover(T),
 ], ids=["regimes-every-5", "regimes-every-1", "jump-1e6", "jump-minus-1e6-mixture",
         "adversary-always-miss", "always-at-the-median"])
-@pytest.mark.parametrize("level, step", [(0.9, 0.01), (0.5, 0.05)])
+# the 90% level by default, the 50% level (same code, a larger step) in the slow run
+@pytest.mark.parametrize(
+    "level, step", [(0.9, 0.01), pytest.param(0.5, 0.05, marks=pytest.mark.slow)]
+)
 def test_long_run_miscoverage_within_the_stated_bound(make_sequence, level, step):
     T = 1500
     model = Recalibrated(Scripted(), confidence_level=level, step=step)
