@@ -29,7 +29,6 @@ from river_doebe._checks import (
     check_weight_floor,
     check_weighting,
 )
-from river_doebe._edoebe_doc import UPDATE_PARAMETER, edoebe_parameters
 from river_doebe._schema import Schema, check_frame, check_targets, column_values
 from river_doebe.base import ArrayClassifier, ArrayRegressor, distributions
 from river_doebe.engine import (
@@ -388,7 +387,61 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
     With ``models`` given, the warm-up is skipped: those members and their twins are used as
     they are, on inputs and targets as given.
 
-{parameters}
+    Parameters
+    ----------
+    families
+        The basis families whose hyperparameters the warm-up fits: names (``"hsgp"``, ``"rff"``,
+        ``"rbf"``, ``"poly"``, ``"linear"``, ``"bspline"``, see
+        :data:`river_doebe.warmup.FAMILIES`) and/or basis templates. The default ``None`` is the
+        paper's Experiment 3 set, ``("hsgp", "rff", "rbf")``: additive HSGP (about 100
+        features), random Fourier features (50 frequencies) and an RBF network (100 centres),
+        all with ARD length scales.
+    n_warmup
+        Length of the warm-up window, in samples. Defaults to 1000.
+    n_samples
+        Members per empirical-Bayes mode: the mode itself and ``n_samples - 1`` draws from its
+        Laplace approximation. Defaults to 5.
+    rw_variances
+        The random-walk variances of the dynamic twins, one block of twins per value. Defaults
+        to ``(1e-3,)``.
+    delta
+        The probability that a member's weight switches to one of its own twins at each step.
+        Defaults to 0.01.
+    seed
+        Seed of the random parts (random features, centres, Laplace draws); the same seed gives
+        the same ensemble. Defaults to ``None`` (not reproducible).
+    models
+        Explicit members, as :class:`~river_doebe.DOBE` learners: the warm-up is skipped
+        (see above). Defaults to ``None`` (the warm-up fits the members).
+    weight_floor
+        Posterior weights below it are zeroed before the next switching step, and their members
+        no longer updated. Defaults to 1e-100 (the paper uses 1e-16; see
+        :class:`river_doebe.DOEBE` for why the default is lower).
+    starts
+        Starting length scales of the empirical-Bayes optimiser, as multiples of each input's
+        range over the warm-up window. Defaults to ``(0.1, 1.0, 10.0)``.
+    replay
+        Whether the warm-up window is filtered through the members after the fit (the weights
+        restart uniform either way). Defaults to ``True``.
+    verbose
+        Whether to print the progress of the warm-up. Defaults to ``False``.
+    static
+        Whether the static members are kept beside their dynamic twins. With ``static=False``
+        and one random-walk variance the ensemble is the paper's DOE-X (every member dynamic,
+        plain model averaging); with ``rw_variances=()`` it is OE-X (every member static).
+        Defaults to ``True``.
+    weighting
+        The weight rule: ``"bma"``, Bayesian model averaging (the paper), or ``"stacking"``,
+        online stacking of the members' predictive densities (the Soft-Bayes step, see
+        :mod:`river_doebe.engine.weighting`). Defaults to ``"bma"``.
+    stacking_rate
+        The Soft-Bayes rate ``eta`` in ``(0, 1]`` of ``weighting="stacking"`` (1 is Bayes'
+        rule); unused by ``"bma"``. Defaults to 0.05.
+    share
+        A fixed share in ``[0, 1)`` of the weight spread uniformly over the members after the
+        switching step between twins, so that a member that fell behind can lead again.
+        Defaults to 0 (none).
+
     Examples
     --------
 
@@ -554,7 +607,66 @@ class EDOEBEClassifier(BaseEDOEBE, ArrayClassifier, base.MiniBatchClassifier):
 
     Labels are any two hashable values, as for :class:`river_doebe.DOBEClassifier`.
 
-{parameters}
+    Parameters
+    ----------
+    families
+        The basis families whose hyperparameters the warm-up fits: names (``"hsgp"``, ``"rff"``,
+        ``"rbf"``, ``"poly"``, ``"linear"``, ``"bspline"``, see
+        :data:`river_doebe.warmup.FAMILIES`) and/or basis templates. The default ``None`` is the
+        paper's Experiment 3 set, ``("hsgp", "rff", "rbf")``: additive HSGP (about 100
+        features), random Fourier features (50 frequencies) and an RBF network (100 centres),
+        all with ARD length scales.
+    n_warmup
+        Length of the warm-up window, in samples. Defaults to 1000.
+    n_samples
+        Members per empirical-Bayes mode: the mode itself and ``n_samples - 1`` draws from its
+        Laplace approximation. Defaults to 5.
+    rw_variances
+        The random-walk variances of the dynamic twins, one block of twins per value. Defaults
+        to ``(1e-3,)``.
+    delta
+        The probability that a member's weight switches to one of its own twins at each step.
+        Defaults to 0.01.
+    seed
+        Seed of the random parts (random features, centres, Laplace draws); the same seed gives
+        the same ensemble. Defaults to ``None`` (not reproducible).
+    models
+        Explicit members, as :class:`~river_doebe.DOBEClassifier` learners: the warm-up is skipped
+        (see above). Defaults to ``None`` (the warm-up fits the members).
+    weight_floor
+        Posterior weights below it are zeroed before the next switching step, and their members
+        no longer updated. Defaults to 1e-100 (the paper uses 1e-16; see
+        :class:`river_doebe.DOEBE` for why the default is lower).
+    starts
+        Starting length scales of the empirical-Bayes optimiser, as multiples of each input's
+        range over the warm-up window. Defaults to ``(0.1, 1.0, 10.0)``.
+    replay
+        Whether the warm-up window is filtered through the members after the fit (the weights
+        restart uniform either way). Defaults to ``True``.
+    verbose
+        Whether to print the progress of the warm-up. Defaults to ``False``.
+    static
+        Whether the static members are kept beside their dynamic twins. With ``static=False``
+        and one random-walk variance the ensemble is the paper's DOE-X (every member dynamic,
+        plain model averaging); with ``rw_variances=()`` it is OE-X (every member static).
+        Defaults to ``True``.
+    weighting
+        The weight rule: ``"bma"``, Bayesian model averaging (the paper), or ``"stacking"``,
+        online stacking of the members' predictive densities (the Soft-Bayes step, see
+        :mod:`river_doebe.engine.weighting`). Defaults to ``"bma"``.
+    stacking_rate
+        The Soft-Bayes rate ``eta`` in ``(0, 1]`` of ``weighting="stacking"`` (1 is Bayes'
+        rule); unused by ``"bma"``. Defaults to 0.05.
+    share
+        A fixed share in ``[0, 1)`` of the weight spread uniformly over the members after the
+        switching step between twins, so that a member that fell behind can lead again.
+        Defaults to 0 (none).
+    update
+        The members' update step: ``"laplace"`` (the paper's) or ``"ipl"``, iterated posterior
+        linearisation (see :class:`~river_doebe.DOBEClassifier`); used by the members only, not
+        by the warm-up fallback, whose logistic regression keeps the Laplace step. Defaults to
+        ``"laplace"``.
+
     Examples
     --------
 
@@ -689,9 +801,3 @@ class EDOEBEClassifier(BaseEDOEBE, ArrayClassifier, base.MiniBatchClassifier):
             ],
         }
 
-
-# one Parameters section for both tasks (the same fifteen parameters; the classifier adds update)
-EDOEBE.__doc__ = EDOEBE.__doc__.replace("{parameters}", edoebe_parameters("DOBE"))
-EDOEBEClassifier.__doc__ = EDOEBEClassifier.__doc__.replace(
-    "{parameters}", edoebe_parameters("DOBEClassifier", UPDATE_PARAMETER)
-)
