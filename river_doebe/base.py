@@ -84,6 +84,13 @@ class ArrayEstimator(BatchPath):
     def _grow(self, n_inputs: int) -> None:
         self._engine.grow(n_inputs)
 
+    @property
+    def _model(self):
+        """What the array hooks learn from and predict with: the engine (the E-DOEBE puts its
+        standardisation in front of it, a
+        :class:`~river_doebe.warmup.standardise.StandardisedModel`)."""
+        return self._engine
+
     # dict / frame -> array -----------------------------------------------
     def _learn_array(self, x: dict):
         """The sample as an array for learning, and an undo for a schema that had to grow (a
@@ -205,7 +212,8 @@ class ArrayEstimator(BatchPath):
     @property
     def n_samples_seen(self) -> int:
         """How many samples the model has learnt from."""
-        return 0 if self._engine is None else self._engine.n_updates
+        model = self._model
+        return 0 if model is None else model.n_updates
 
     @property
     def feature_names_in_(self) -> tuple:
@@ -222,13 +230,25 @@ class ArrayRegressor(ArrayEstimator):
     """
 
     def _predict_z(self, z: np.ndarray) -> tuple[float, float]:
-        return self._engine.predict(z)
+        return self._model.predict(z)
 
     def _learn_z(self, z: np.ndarray, y: float) -> None:
-        self._engine.learn(z, y)
+        self._model.learn(z, y)
 
     def _log_density_z(self, z: np.ndarray, y: float) -> float:
-        return self._engine.log_density(z, y)
+        return self._model.log_density(z, y)
+
+    def _dist_z(self, z: np.ndarray):
+        """The predictive distribution for ``z``."""
+        return self._predictive(*self._model.mixture(z))
+
+    def _predictive(self, weights, means, variances, mean: float, var: float):
+        """The predictive distribution from the mixture of the members that carry weight and
+        its moments (what the engine's ``mixture`` gives, per sample or per row of a block): an
+        ensemble's is the mixture of its members' Gaussians; a one-member learner overrides it
+        with its Gaussian."""
+        return distributions().GaussianMixture._from_moments(weights, means, variances, mean,
+                                                             var)
 
     # river API -----------------------------------------------------------
     def predict_one(self, x: dict, with_dist: bool = False):
@@ -278,27 +298,19 @@ class ArrayRegressor(ArrayEstimator):
         self._learn_z(row, float(y))
         return pred
 
-    def _block(self, Z: np.ndarray, Y: np.ndarray, keep: bool):
-        """The engine's block for ``(Z, Y)`` (the E-DOEBE standardises first and answers in the
-        target's units)."""
-        return self._engine.learn_block(Z, Y, keep)
-
     def _run_block(self, Z, ys, with_dist: bool, want: bool):
-        keep = want and with_dist and self._mixture_output
-        a, b, extra = self._block(Z, np.asarray(ys, dtype=np.float64), keep)
+        keep = want and with_dist
+        a, b, extra = self._model.learn_block(Z, np.asarray(ys, dtype=np.float64), keep)
         if not want:
             return None
         if not with_dist:
             return a.tolist()
-        if not self._mixture_output:
-            return [distributions().gaussian(m, v) for m, v in zip(a.tolist(), b.tolist())]
-        mixture = distributions().GaussianMixture._from_moments
         log_prior, means, variances = extra
         out = []
-        for t in range(len(a)):
+        for t, (mean, var) in enumerate(zip(a.tolist(), b.tolist())):
             live = log_prior[t] > -np.inf
-            out.append(mixture(np.exp(log_prior[t][live]), means[t][live], variances[t][live],
-                               a[t], b[t]))
+            out.append(self._predictive(np.exp(log_prior[t][live]), means[t][live],
+                                        variances[t][live], mean, var))
         return out
 
     def predict_many(self, X):
@@ -326,20 +338,9 @@ class ArrayRegressor(ArrayEstimator):
         except FilterError as err:
             raise self._refused(err, x, "predict") from None
 
-    #: whether the predictive is the mixture of the members (the ensembles) or one Gaussian
-    _mixture_output = False
-
-    def _dist_z(self, z: np.ndarray):
-        """The predictive distribution for ``z``: a Gaussian, or an ensemble's mixture."""
-        if self._mixture_output:
-            w, means, variances, mean, var = self._engine.mixture(z)
-            return distributions().GaussianMixture._from_moments(w, means, variances, mean, var)
-        mean, var = self._predict_z(z)
-        return distributions().gaussian(mean, var)
-
     def _member_view(self, z: np.ndarray):
         """Each member's predictive ``(means, variances)`` and the weights for ``z``."""
-        return self._engine.member_predictions(z)
+        return self._model.member_predictions(z)
 
     def _replay_targets(self, ys: list) -> list[float]:
         return [check_target(t) for t in ys]
@@ -364,14 +365,14 @@ class ArrayClassifier(ArrayEstimator):
 
     def _commit(self, state: Labels, flip: bool) -> None:
         if flip:
-            self._engine.flip()
+            self._model.flip()
         self._label_state = state
 
     def _predict_proba_z(self, z: np.ndarray) -> tuple[float, float]:
-        return self._engine.predict_proba(z)
+        return self._model.predict_proba(z)
 
     def _learn_z(self, z: np.ndarray, code: int) -> None:
-        self._engine.learn(z, code)
+        self._model.learn(z, code)
 
     def _replay_targets(self, ys: list) -> list[int]:
         """The label codes of a batch (the labels join the classifier's, as in learning)."""
@@ -385,7 +386,7 @@ class ArrayClassifier(ArrayEstimator):
 
     def _member_view(self, z: np.ndarray):
         """Each member's ``predict_proba_one`` dict and the weights for ``z``."""
-        P, w = self._engine.member_probas(z)
+        P, w = self._model.member_probas(z)
         return [self._proba_dict(p0, p1) for p0, p1 in P.tolist()], w
 
     # river API -----------------------------------------------------------
@@ -433,13 +434,9 @@ class ArrayClassifier(ArrayEstimator):
         self._learn_z(row, code)
         return pred
 
-    def _block(self, Z: np.ndarray, codes: np.ndarray, keep: bool):
-        """The engine's block for ``(Z, codes)`` (the E-DOEBE standardises first)."""
-        return self._engine.learn_block(Z, codes, keep)
-
     def _run_block(self, Z, labels, with_dist: bool, want: bool):
         codes = np.array([self._labels.encode(label)[1] for label in labels], dtype=np.int64)
-        p0, p1, _ = self._block(Z, codes, False)
+        p0, p1, _ = self._model.learn_block(Z, codes, False)
         if want:
             return [self._proba_dict(a, b) for a, b in zip(p0.tolist(), p1.tolist())]
         return None

@@ -30,10 +30,9 @@ from river_doebe._checks import (
     check_weighting,
 )
 from river_doebe._schema import Schema, check_frame, check_targets, column_values
-from river_doebe.base import ArrayClassifier, ArrayRegressor, distributions
+from river_doebe.base import ArrayClassifier, ArrayRegressor
 from river_doebe.engine import (
     WEIGHT_FLOOR,
-    FilterError,
     LogisticEngine,
     Member,
     edoebe_transition,
@@ -41,10 +40,10 @@ from river_doebe.engine import (
 )
 from river_doebe.engine.weighting import STACKING_RATE
 from river_doebe.ensemble import BaseEnsemble, check_models, member_records
-from river_doebe.labels import Labels
 from river_doebe.learner import DOBE, DOBEClassifier
 from river_doebe.warmup.fallback import Fallback
 from river_doebe.warmup.families import check_families
+from river_doebe.warmup.standardise import AsGiven, StandardisedModel, Standardizer
 
 __all__ = ["BaseEDOEBE", "EDOEBE", "EDOEBEClassifier"]
 
@@ -144,9 +143,8 @@ class BaseEDOEBE(BaseEnsemble):
         self.share = share
         learner = self._learner_type
         check_edoebe_params(self, learner, learner.__name__)
-        self._std = None
         self._warm: Fallback | None = None
-        self._n_seen = 0
+        self._adaptor: StandardisedModel | None = None
 
     # ------------------------------------------------------------------ the member blocks
     def _levels(self) -> list[float]:
@@ -174,13 +172,14 @@ class BaseEDOEBE(BaseEnsemble):
             raise RuntimeError("the ensemble has no members before its warm-up ends")
         return super().members
 
-    def _members_array(self, x: dict) -> np.ndarray | None:
-        """The sample's array for the members' views; ``None`` before any schema (explicit
-        members: ask a fresh copy); an error while the warm-up has no members."""
+    def _member_predictions(self, x: dict):
+        """The members' views for ``x`` (an error while the warm-up has no members)."""
         z = self._predict_array(x)
         if self._engine is None and self.models is None:
             raise RuntimeError("the ensemble has no members before its warm-up ends")
-        return z
+        if z is None:  # explicit members, no schema yet: ask a fresh copy
+            return self._ghost(x.keys()).member_predictions(x)
+        return self._member_view(z)
 
     # ------------------------------------------------------------------ the input schema
     @property
@@ -189,25 +188,21 @@ class BaseEDOEBE(BaseEnsemble):
         return math.nan if self.models is None else 0.0
 
     def _grow(self, n_inputs: int) -> None:
-        if self._engine is None:
-            return self._warm.grow(n_inputs)
-        n_new = n_inputs - len(self._schema)
-        if self._std is not None:  # after the warm-up: the standardisation takes them (sparse)
-            self._std.grow(n_new)
-        self._engine.grow(self._engine.n_inputs + n_new)  # (fewer than the schema's: dropped)
+        # (the engine may have fewer inputs than the schema: those the warm-up dropped)
+        self._adaptor.grow(n_inputs - len(self._schema))
 
     # ------------------------------------------------------------------ the warm-up
     @property
-    def n_samples_seen(self) -> int:
-        """How many samples the model has learnt from (warm-up included)."""
-        return self._n_seen
+    def _model(self) -> StandardisedModel | None:
+        return self._adaptor
 
     @property
-    def standardizer_(self):
+    def standardizer_(self) -> Standardizer | None:
         """The standardisation frozen at the end of the warm-up
-        (:class:`river_doebe.warmup.fit.Standardizer`), or ``None`` (before it, or with explicit
-        ``models``)."""
-        return self._std
+        (:class:`river_doebe.warmup.standardise.Standardizer`), or ``None`` (before it, or with
+        explicit ``models``)."""
+        scaler = None if self._adaptor is None else self._adaptor.scaler
+        return scaler if isinstance(scaler, Standardizer) else None
 
     @property
     def is_warm(self) -> bool:
@@ -216,37 +211,20 @@ class BaseEDOEBE(BaseEnsemble):
         return self._engine is not None
 
     def _on_schema(self, schema) -> None:
+        regression = self.task == "regression"
         if self.models is not None:
-            return super()._on_schema(schema)
+            super()._on_schema(schema)
+            self._adaptor = StandardisedModel(self._engine, AsGiven(), regression)
+            return
         self._warm = Fallback(len(schema), self.task)
+        self._adaptor = StandardisedModel(self._warm, AsGiven(), regression)
 
-    def _warm_learn(self, z: np.ndarray, target) -> bool:
-        """Learn a sample during the warm-up (``True``) or leave it to the members (``False``)."""
-        self._n_seen += 1
-        if self._engine is not None:
-            return False
-        self._warm.learn(z, target)
+    def _learn_z(self, z: np.ndarray, target) -> None:
+        self._adaptor.learn(z, target)
+        warm = self._warm
         # (a window whose samples had no feature at all has nothing to fit: it waits for one)
-        if self._warm.keep_window and self._warm.n >= self.n_warmup and z.shape[0]:
+        if warm is not None and warm.keep_window and warm.n >= self.n_warmup and z.shape[0]:
             self._end_warmup()
-        return True
-
-    def _replay(self, Z, targets):
-        if self._std is not None:
-            Z = self._std.x_learning(Z)
-            if self.task == "regression":
-                targets = self._std.y(np.asarray(targets, dtype=np.float64))
-        self._engine.replay(Z, targets)
-
-    def _counted_block(self, Z, targets, keep):
-        """The engine's block, counting its rows among the samples seen."""
-        try:
-            out = self._engine.learn_block(Z, targets, keep)
-        except FilterError as err:
-            self._n_seen += err.rows_learnt
-            raise
-        self._n_seen += len(Z)
-        return out
 
     def _end_warmup(self) -> None:
         """Fit the members; if that fails on the window's data, say so once and go on with the
@@ -258,7 +236,7 @@ class BaseEDOEBE(BaseEnsemble):
                 f"{type(self).__name__}: the warm-up failed on its window ({err}); the model "
                 "goes on with its warm-up fallback, which keeps learning",
                 RuntimeWarning,
-                stacklevel=5,
+                stacklevel=4,
             )
             self._warm.drop_window()
 
@@ -267,13 +245,16 @@ class BaseEDOEBE(BaseEnsemble):
 
         X, targets = self._warm.window()
         names = self._schema.names if self._schema is not None else None
-        self._std, self._engine, _ = fit_ensemble(
+        std, engine, _ = fit_ensemble(
             X, targets, task=self.task, names=names, families=self.families,
             n_samples=int(self.n_samples), levels=self._levels(), delta=float(self.delta),
             weight_floor=float(self.weight_floor), starts=tuple(self.starts), seed=self.seed,
             replay=bool(self.replay), verbose=bool(self.verbose), weighting=self._weighting(),
             **self._likelihood_options(),
         )
+        self._engine = engine
+        self._adaptor = StandardisedModel(engine, std, self.task == "regression",
+                                          n_before=self._warm.n)
         self._warm_log_evidence = self._warm.log_evidence
         self._warm = None
 
@@ -353,7 +334,6 @@ class BaseEDOEBE(BaseEnsemble):
         Z = X[:, [names.index(c) for c in model._schema.names]]
         w = min(int(model.n_warmup), n)
         model._warm = Fallback.from_window(Z[:w], targets[:w], cls.task)
-        model._n_seen = w
         model._finish_warmup()
         for z, t in zip(Z[w:], targets[w:]):
             model._learn_z(z, t)
@@ -489,66 +469,14 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
 
     """
 
-    def _standardised(self, z: np.ndarray) -> np.ndarray:
-        return z if self._std is None else self._std.x(z)
-
-    def _predict_z(self, z):
-        if self._engine is None:
-            return self._warm.predict(z)
-        mean, var = self._engine.predict(self._standardised(z))
-        return (mean, var) if self._std is None else self._std.y_back(mean, var)
-
-    def _dist_z(self, z):
-        mixture = distributions().GaussianMixture._from_moments
-        if self._engine is None:
-            w, means, variances = self._warm.mixture(z)
-            return mixture(w, means, variances, *self._warm.predict(z))
-        w, means, variances, mean, var = self._engine.mixture(self._standardised(z))
-        if self._std is None:
-            return mixture(w, means, variances, mean, var)
-        return mixture(w, *self._std.y_back(means, variances), *self._std.y_back(mean, var))
-
-    def _learn_z(self, z, y):
-        if self._warm_learn(z, y):
-            return
-        if self._std is None:
-            self._engine.learn(z, y)
-        else:
-            self._engine.learn(self._std.x_learning(z), self._std.y(y))
-
-    def _log_density_z(self, z, y):
-        if self._engine is None:
-            return self._warm.log_density(z, y)
-        if self._std is None:
-            return self._engine.log_density(z, y)
-        return float(
-            self._engine.log_density(self._std.x(z), self._std.y(y)) - math.log(self._std.y_scale)
-        )
-
     def _history_targets(self, y, n: int) -> np.ndarray:
         return check_targets(y, n)
-
-    def _block(self, Z, Y, keep):
-        std = self._std
-        if std is None:
-            return self._counted_block(Z, Y, keep)
-        a, b, extra = self._counted_block(std.x_learning(Z), std.y(Y), keep)
-        if extra is not None:
-            log_prior, means, variances = extra
-            extra = (log_prior, *std.y_back(means, variances))
-        return *std.y_back(a, b), extra
 
     def member_predictions(self, x: dict):
         """Each member's predictive ``(means, variances)`` for ``x`` in the units of the target,
         and the weights that the ensemble's prediction uses (after switching). Dropped members
         give NaN. Before the warm-up ends there are no members yet."""
-        z = self._members_array(x)
-        if z is None:
-            return self._ghost(x.keys()).member_predictions(x)
-        mean, var, w = self._engine.member_predictions(self._standardised(z))
-        if self._std is None:
-            return mean, var, w
-        return *self._std.y_back(mean, var), w
+        return self._member_predictions(x)
 
     @classmethod
     def _unit_test_params(cls):
@@ -740,29 +668,6 @@ class EDOEBEClassifier(BaseEDOEBE, ArrayClassifier, base.MiniBatchClassifier):
             static=static, weighting=weighting, stacking_rate=stacking_rate, share=share,
         )
 
-    def _commit(self, state: Labels, flip: bool) -> None:
-        if flip:
-            (self._engine if self._engine is not None else self._warm).flip()
-        self._label_state = state
-
-    def _predict_proba_z(self, z: np.ndarray) -> tuple[float, float]:
-        if self._engine is None:
-            return self._warm.predict_proba(z)
-        if self._std is not None:
-            z = self._std.x(z)
-        return self._engine.predict_proba(z)
-
-    def _learn_z(self, z: np.ndarray, code: int) -> None:
-        if self._warm_learn(z, code):
-            return
-        if self._std is not None:
-            z = self._std.x_learning(z)
-        self._engine.learn(z, code)
-
-    def _block(self, Z, codes, keep):
-        return self._counted_block(Z if self._std is None else self._std.x_learning(Z), codes,
-                                   keep)
-
     def _history_targets(self, y, n: int) -> np.ndarray:
         """The codes of a history's labels (the classifier takes its labels from it)."""
         labels = y.tolist() if hasattr(y, "tolist") else list(y)
@@ -778,10 +683,7 @@ class EDOEBEClassifier(BaseEDOEBE, ArrayClassifier, base.MiniBatchClassifier):
         """Each member's predictive probabilities for ``x`` (as ``predict_proba_one`` would give
         them; NaN for dropped members) and the weights that the ensemble's prediction for ``x``
         uses (after switching). Before the warm-up ends there are no members yet."""
-        z = self._members_array(x)
-        if z is None:
-            return self._ghost(x.keys()).member_predictions(x)
-        return self._member_view(z if self._std is None else self._std.x(z))
+        return self._member_predictions(x)
 
     @classmethod
     def _unit_test_params(cls):

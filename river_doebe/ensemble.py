@@ -60,7 +60,6 @@ class BaseEnsemble(ArrayEstimator):
     """
 
     _engine_type: type[Engine] = Engine
-    _mixture_output = True
 
     def _transition(self, n_members: int):
         return None
@@ -132,12 +131,7 @@ class BaseEnsemble(ArrayEstimator):
         Z = np.full((len(arrays), len(self._schema)), self._fill)
         for i, z in enumerate(arrays):
             Z[i, : z.shape[0]] = z  # a feature that joined later is absent from the rows before
-        self._replay(Z, np.asarray(targets))
-
-    def _replay(self, Z: np.ndarray, targets: np.ndarray) -> None:
-        """Filter the arrays ``Z`` and their targets through the members (the E-DOEBE
-        standardises them first)."""
-        self._engine.replay(Z, targets)
+        self._model.replay(Z, np.asarray(targets))
 
     def member_predictions(self, x: dict):
         """Each member's predictive for ``x`` (regression: ``(means, variances)``;
@@ -178,8 +172,8 @@ class DOEBE(BaseEnsemble, ArrayRegressor, base.MiniBatchRegressor):
         Weights below it are zeroed and their members no longer updated, to save their work;
         0 keeps every member. The paper uses 1e-16, but a member that far behind can still come
         back under model averaging (37 nats of evidence), and pruning it there can drop a whole
-        family that would have led later (CaData); the default 1e-100 prunes only members that
-        would need 230 nats to return.
+        family that would have led later; the default 1e-100 prunes only members that would need
+        230 nats to return.
     weighting
         ``"bma"``: Bayesian model averaging, as above. ``"stacking"``: online stacking, the
         weights of the mixture that predicts best (the Soft-Bayes step, see

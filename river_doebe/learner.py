@@ -8,7 +8,7 @@ import numpy as np
 from river import base
 
 from river_doebe._checks import check_positive, check_random_walk, check_update
-from river_doebe.base import ArrayClassifier, ArrayEstimator, ArrayRegressor
+from river_doebe.base import ArrayClassifier, ArrayEstimator, ArrayRegressor, distributions
 from river_doebe.basis import Basis, Linear
 from river_doebe.engine import Engine, LogisticEngine, Member
 
@@ -150,6 +150,10 @@ class DOBE(BaseDOBE, ArrayRegressor, base.MiniBatchRegressor):
         check_positive("var_theta", var_theta)
         check_positive("var_eps", var_eps)
         check_random_walk(var_rw, var_theta)
+
+    def _predictive(self, weights, means, variances, mean: float, var: float):
+        # one member: its Gaussian
+        return distributions().gaussian(mean, var)
 
     @classmethod
     def _unit_test_params(cls):
