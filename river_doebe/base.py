@@ -14,6 +14,7 @@ import copy
 import math
 import numbers
 import warnings
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
@@ -21,6 +22,10 @@ from river_doebe._schema import Schema, check_frame, check_target, check_targets
 from river_doebe.batch import BatchPath
 from river_doebe.engine import Engine, FilterError
 from river_doebe.labels import Labels, argmax, check_label, same_label
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from river.proba.base import ContinuousDistribution
 
 __all__ = ["ArrayClassifier", "ArrayEstimator", "ArrayRegressor"]
 
@@ -65,6 +70,12 @@ class ArrayEstimator(BatchPath):
         """The task's own keyword arguments of the engine (a classifier: its update step)."""
         return {}
 
+    def _member_view(self, z: np.ndarray) -> Any:  # pragma: no cover - the task's face
+        raise NotImplementedError
+
+    def _replay_targets(self, ys: list) -> list:  # pragma: no cover - the task's face
+        raise NotImplementedError
+
     def _on_schema(self, schema: Schema) -> None:
         engine = self._make_engine(len(schema))
         engine.setup(len(schema))
@@ -76,16 +87,18 @@ class ArrayEstimator(BatchPath):
 
     def _fixed_because(self) -> str:
         """Why the schema no longer grows, for the warning."""
+        assert self._engine is not None  # (a schema is fixed by its engine's bases)
         rigid = sorted(
             {type(m.basis).__name__ for m in self._engine.members if not m.basis.can_grow}
         )
         return f"the basis {', '.join(rigid)} cannot take new inputs exactly"
 
     def _grow(self, n_inputs: int) -> None:
+        assert self._engine is not None  # (only a schema that exists grows)
         self._engine.grow(n_inputs)
 
     @property
-    def _model(self):
+    def _model(self) -> Any:
         """What the array hooks learn from and predict with: the engine (the E-DOEBE puts its
         standardisation in front of it, a
         :class:`~river_doebe.warmup.standardise.StandardisedModel`)."""
@@ -188,7 +201,7 @@ class ArrayEstimator(BatchPath):
     def _refused(self, err: FilterError, x: dict, what: str) -> FilterError:
         """The engine's refusal, reworded for the user: what was refused, and the input most
         likely to blame."""
-        largest = None
+        largest: tuple[Any, Any] | None = None
         for name, v in x.items():
             if isinstance(v, numbers.Real) and (largest is None or abs(v) > abs(largest[1])):
                 largest = (name, v)
@@ -199,12 +212,19 @@ class ArrayEstimator(BatchPath):
             "sample"
         )
 
-    def clone(self, new_params: dict | None = None, include_attributes: bool = False):
+    if TYPE_CHECKING:  # river's Base, which every estimator of the package mixes in after this
+
+        def _get_params(self) -> dict[str, Any]: ...
+
+    def clone(self, new_params: dict | None = None, include_attributes: bool = False) -> Any:
         # river's Base.clone looks at the first item of every tuple parameter, which fails on an
         # empty one (``rw_variances=()``): clone with a stand-in, then restore the value
         empty = [k for k, v in self._get_params().items() if isinstance(v, tuple) and not v]
-        stand_in = {k: [] for k in empty if k not in (new_params or {})}
-        clone = super().clone({**stand_in, **(new_params or {})}, include_attributes)
+        stand_in: dict[str, Any] = {k: [] for k in empty if k not in (new_params or {})}
+        # (river's Base, which every estimator of the package mixes in after this class)
+        clone = super().clone(  # type: ignore[misc]
+            {**stand_in, **(new_params or {})}, include_attributes
+        )
         for k in stand_in:
             setattr(clone, k, ())
         return clone
@@ -251,7 +271,19 @@ class ArrayRegressor(ArrayEstimator):
                                                              var)
 
     # river API -----------------------------------------------------------
-    def predict_one(self, x: dict, with_dist: bool = False):
+    @overload
+    def predict_one(self, x: dict, with_dist: Literal[False] = ...) -> float: ...
+
+    @overload
+    def predict_one(self, x: dict, with_dist: Literal[True]) -> ContinuousDistribution: ...
+
+    @overload
+    def predict_one(self, x: dict, with_dist: bool) -> float | ContinuousDistribution: ...
+
+    def predict_one(self, x: dict, with_dist: bool = False) -> float | ContinuousDistribution:
+        """The prediction for ``x``: the predictive mean, or with ``with_dist`` the predictive
+        distribution (a ``river.proba.Gaussian`` for one learner, a
+        :class:`~river_doebe.distributions.GaussianMixture` for an ensemble)."""
         z = self._predict_array(x)
         if z is None:
             return self._ghost(x.keys()).predict_one(x, with_dist=with_dist)
@@ -272,7 +304,7 @@ class ArrayRegressor(ArrayEstimator):
                 undo()
             raise self._refused(err, x, "learn") from None
 
-    def learn_many(self, X, y) -> None:
+    def learn_many(self, X: pd.DataFrame | list[dict], y: pd.Series | list) -> None:
         """Learn the rows of a DataFrame (or a list of dicts) in order, in blocks: the model ends
         bit for bit as after ``learn_one`` row by row. Everything is validated first (a bad
         batch is refused as a whole, with the model unchanged); a row the filters cannot take
@@ -313,7 +345,8 @@ class ArrayRegressor(ArrayEstimator):
                                         variances[t][live], mean, var))
         return out
 
-    def predict_many(self, X):
+    def predict_many(self, X: pd.DataFrame) -> pd.Series:
+        """The predictive means of the rows of ``X``, each as ``predict_one`` gives it."""
         import pandas as pd
 
         check_frame(X)
@@ -355,6 +388,7 @@ class ArrayClassifier(ArrayEstimator):
     """
 
     _label_state: Labels | None = None
+    update: str  # the host's parameter: the members' update step
 
     def _likelihood_options(self) -> dict:
         return {"update": self.update}
@@ -390,7 +424,7 @@ class ArrayClassifier(ArrayEstimator):
         return [self._proba_dict(p0, p1) for p0, p1 in P.tolist()], w
 
     # river API -----------------------------------------------------------
-    def learn_one(self, x: dict, y) -> None:
+    def learn_one(self, x: dict, y: Any) -> None:
         state, code, flip = self._labels.encode(y)
         z, undo = self._learn_array(x)
         if undo is None and state is not self._labels:
@@ -403,7 +437,7 @@ class ArrayClassifier(ArrayEstimator):
                 undo()
             raise self._refused(err, x, "learn") from None
 
-    def learn_many(self, X, y) -> None:
+    def learn_many(self, X: pd.DataFrame | list[dict], y: pd.Series | list) -> None:
         """Learn the rows of a DataFrame (or a list of dicts) in order, in blocks, bit for bit as
         ``learn_one`` row by row; everything is validated first (see
         :meth:`river_doebe.DOBE.learn_many`)."""
@@ -456,10 +490,10 @@ class ArrayClassifier(ArrayEstimator):
         except FilterError as err:
             raise self._refused(err, x, "predict") from None
 
-    def predict_one(self, x: dict):
+    def predict_one(self, x: dict) -> Any:
         return argmax(self.predict_proba_one(x))
 
-    def log_density_one(self, x: dict, y) -> float:
+    def log_density_one(self, x: dict, y: Any) -> float:
         """Log predictive probability of the label ``y`` for ``x``, before learning it.
 
         For an ensemble this is ``log sum_m w_m p_m(y)``. ``y`` must be one of the labels that
@@ -472,7 +506,9 @@ class ArrayClassifier(ArrayEstimator):
                 return math.log(p) if p > 0 else -math.inf
         raise ValueError(f"{y!r} is not one of the labels {tuple(proba)!r} of this classifier")
 
-    def predict_proba_many(self, X):
+    def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
+        """The probabilities of the labels for the rows of ``X``, each as
+        ``predict_proba_one`` gives them."""
         import pandas as pd
 
         check_frame(X)
@@ -485,7 +521,8 @@ class ArrayClassifier(ArrayEstimator):
             return pd.DataFrame({self._labels.labels[0]: 1.0}, index=X.index, dtype=float)
         return pd.DataFrame({keys[0]: P[:, 0], keys[1]: P[:, 1]}, index=X.index)
 
-    def predict_many(self, X):
+    def predict_many(self, X: pd.DataFrame) -> pd.Series:
+        """The most probable label of each row of ``X``."""
         import pandas as pd
 
         proba = self.predict_proba_many(X)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 from river import base
@@ -45,6 +46,9 @@ from river_doebe.warmup.fallback import Fallback
 from river_doebe.warmup.families import check_families
 from river_doebe.warmup.standardise import AsGiven, StandardisedModel, Standardizer
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = ["BaseEDOEBE", "EDOEBE", "EDOEBEClassifier"]
 
 
@@ -52,6 +56,7 @@ def _batch(X, feature_names) -> tuple[np.ndarray, list]:
     """A history for ``from_batch``: ``X`` as a float64 ``(n, D)`` array and the feature names
     (a DataFrame's columns, else ``feature_names``, else ``x0``, ``x1``, ...)."""
     columns = getattr(X, "columns", None)
+    names: list | None
     if columns is not None:
         check_frame(X)
         if feature_names is not None:
@@ -143,6 +148,8 @@ class BaseEDOEBE(BaseEnsemble):
         self.share = share
         learner = self._learner_type
         check_edoebe_params(self, learner, learner.__name__)
+        # a missing key: NaN, for the standardisation to resolve, or 0 with explicit members
+        self._fill = math.nan if models is None else 0.0
         self._warm: Fallback | None = None
         self._adaptor: StandardisedModel | None = None
 
@@ -164,6 +171,10 @@ class BaseEDOEBE(BaseEnsemble):
     def _n_members_before(self) -> int:
         return 1 if self.models is None else len(self.models) * len(self._levels())
 
+    def _history_targets(self, y: Any, n: int) -> np.ndarray:  # pragma: no cover - the task's
+        """The targets of a history for :meth:`from_batch` (a classifier: its label codes)."""
+        raise NotImplementedError
+
     @property
     def members(self) -> list[Member]:
         """The members (basis, variances, random walk, and where the warm-up found them), in
@@ -182,12 +193,8 @@ class BaseEDOEBE(BaseEnsemble):
         return self._member_view(z)
 
     # ------------------------------------------------------------------ the input schema
-    @property
-    def _fill(self) -> float:
-        """A missing key: NaN (the standardisation's to resolve), or 0 with explicit ``models``."""
-        return math.nan if self.models is None else 0.0
-
     def _grow(self, n_inputs: int) -> None:
+        assert self._adaptor is not None and self._schema is not None  # (a schema that exists)
         # (the engine may have fewer inputs than the schema: those the warm-up dropped)
         self._adaptor.grow(n_inputs - len(self._schema))
 
@@ -219,7 +226,8 @@ class BaseEDOEBE(BaseEnsemble):
         self._warm = Fallback(len(schema), self.task)
         self._adaptor = StandardisedModel(self._warm, AsGiven(), regression)
 
-    def _learn_z(self, z: np.ndarray, target) -> None:
+    def _learn_z(self, z: np.ndarray, target: Any) -> None:
+        assert self._adaptor is not None  # (set up with the schema)
         self._adaptor.learn(z, target)
         warm = self._warm
         # (a window whose samples had no feature at all has nothing to fit: it waits for one)
@@ -238,12 +246,15 @@ class BaseEDOEBE(BaseEnsemble):
                 RuntimeWarning,
                 stacklevel=4,
             )
+            assert self._warm is not None  # (the warm-up that failed)
             self._warm.drop_window()
 
     def _finish_warmup(self) -> None:
         from river_doebe.warmup.fit import fit_ensemble  # scipy's optimiser: only now
 
-        X, targets = self._warm.window()
+        warm = self._warm
+        assert warm is not None  # (the warm-up that ends)
+        X, targets = warm.window()
         names = self._schema.names if self._schema is not None else None
         std, engine, _ = fit_ensemble(
             X, targets, task=self.task, names=names, families=self.families,
@@ -254,11 +265,11 @@ class BaseEDOEBE(BaseEnsemble):
         )
         self._engine = engine
         self._adaptor = StandardisedModel(engine, std, self.task == "regression",
-                                          n_before=self._warm.n)
-        self._warm_log_evidence = self._warm.log_evidence
+                                          n_before=warm.n)
+        self._warm_log_evidence = warm.log_evidence
         self._warm = None
 
-    def finish_warmup(self):
+    def finish_warmup(self) -> Self:
         """End the warm-up now, on the samples seen so far (at least 2), instead of at
         ``n_warmup``. Useful when a stream is shorter than the window."""
         if self._engine is not None:
@@ -311,7 +322,8 @@ class BaseEDOEBE(BaseEnsemble):
 
     # ------------------------------------------------------------------ from a history
     @classmethod
-    def from_batch(cls, X, y, feature_names=None, **params):
+    def from_batch(cls, X: pd.DataFrame | np.ndarray, y: pd.Series | np.ndarray | list,
+                   feature_names: list | None = None, **params: Any) -> Self:
         """Warm an E-DOEBE up on a history ``X (n, D)``, ``y (n,)`` and return it, ready to
         stream.
 
@@ -472,7 +484,7 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
     def _history_targets(self, y, n: int) -> np.ndarray:
         return check_targets(y, n)
 
-    def member_predictions(self, x: dict):
+    def member_predictions(self, x: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Each member's predictive ``(means, variances)`` for ``x`` in the units of the target,
         and the weights that the ensemble's prediction uses (after switching). Dropped members
         give NaN. Before the warm-up ends there are no members yet."""
@@ -494,7 +506,9 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         yield {"models": models, "weighting": "stacking", "stacking_rate": 0.2, "share": 0.01}
 
 
-class EDOEBEClassifier(BaseEDOEBE, ArrayClassifier, base.MiniBatchClassifier):
+# (river's Classifier declares **kwargs on predict_one and predict_proba_one; the classifiers of
+# the package take none, so that a keyword they do not know is an error)
+class EDOEBEClassifier(BaseEDOEBE, ArrayClassifier, base.MiniBatchClassifier):  # type: ignore[misc]
     """Ensemble of DOEBE classifiers (paper Sec. 4.2, App. A): the drop-in classifier.
 
     ``EDOEBEClassifier()`` needs no arguments. For its first ``n_warmup`` samples it predicts
