@@ -370,7 +370,8 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
 
     A missing key is at its window mean for a dense input (present in 99% of the window's samples)
     and 0 for a sparse one (an indicator, a word count); inputs first seen after the warm-up join
-    every member exactly (:class:`river_doebe.warmup.fit.Standardizer`, the README's input policy).
+    every member exactly (:class:`river_doebe.warmup.standardise.Standardizer`, the README's input
+    policy).
 
     The weights switch with the block matrix of :func:`river_doebe.engine.edoebe_transition`: a
     member moves to one of its own twins with probability ``delta`` each step, so a collapse of
