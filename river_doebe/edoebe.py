@@ -153,6 +153,22 @@ class BaseEDOEBE(BaseEnsemble):
         self._warm: Fallback | None = None
         self._adaptor: StandardisedModel | None = None
 
+    def __setstate__(self, state: dict) -> None:
+        # a model pickled before the standardisation adaptor: its engine or fallback sat beside
+        # its frozen standardisation (``_std``) and its own sample count (``_n_seen``)
+        if "_adaptor" not in state:
+            state = dict(state)
+            std = state.pop("_std", None)
+            n_seen = state.pop("_n_seen", 0)
+            state["_fill"] = math.nan if state.get("models") is None else 0.0
+            model = state.get("_engine")
+            if model is None:
+                model = state.get("_warm")
+            state["_adaptor"] = None if model is None else StandardisedModel(
+                model, AsGiven() if std is None else std, self.task == "regression", n_seen
+            )
+        self.__dict__.update(state)
+
     # ------------------------------------------------------------------ the member blocks
     def _levels(self) -> list[float]:
         """The random-walk variance of each block of members: the dynamic levels, then 0 for the
