@@ -187,7 +187,7 @@ class BaseEDOEBE(BaseEnsemble):
     def _n_members_before(self) -> int:
         return 1 if self.models is None else len(self.models) * len(self._levels())
 
-    def _history_targets(self, y: Any, n: int) -> np.ndarray:  # pragma: no cover - the task's
+    def _history_targets(self, y: Any, n: int) -> np.ndarray:  # pragma: no cover - per task
         """The targets of a history for :meth:`from_batch` (a classifier: its label codes)."""
         raise NotImplementedError
 
