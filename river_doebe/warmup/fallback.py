@@ -24,11 +24,11 @@ its largest magnitude so far, rescaled exactly when that grows, so that inputs o
 (1e-150 or 1e150) neither overflow nor underflow.
 
 A sample may lack inputs (NaN in its array: the E-DOEBE's schema marks a missing key so). The
-fallback follows the rule of the frozen standardisation at the end of the warm-up
-(:class:`river_doebe.warmup.fit.Standardizer`) with its running statistics: an input present in
-at least ``DENSE_PRESENCE`` of the samples so far and not constant over its present values is
-dense, and a missing value of it is imputed at the mean of its present values; any other
-input's missing value is 0 (an absent sparse feature). New inputs can join
+fallback follows the rule of the standardisation frozen at the end of the warm-up
+(:class:`river_doebe.warmup.standardise.Standardizer`) with its running statistics: an input
+present in at least ``DENSE_PRESENCE`` of the samples so far and not constant over its present
+values is dense, and a missing value of it is imputed at the mean of its present values; any
+other input's missing value is 0 (an absent sparse feature). New inputs can join
 (:meth:`Fallback.grow`): they were absent from the past samples (0 in the statistics, missing in
 the window).
 """
@@ -50,8 +50,8 @@ CONSTANT = 1e-12
 #: an input present in at least this fraction of the samples (and not constant over its present
 #: values) is *dense*: a missing value of it means "at its mean"; any other input is *sparse*:
 #: absent means 0. The rule of the fallback (see the module's docstring) and of the
-#: standardisation the warm-up freezes (:class:`river_doebe.warmup.fit.Standardizer`); the value
-#: comes from the measurements of ``benchmarks/sparse.py`` (README, "Input policy")
+#: standardisation the warm-up freezes (:class:`river_doebe.warmup.standardise.Standardizer`);
+#: the value comes from the measurements of ``benchmarks/sparse.py`` (README, "Input policy")
 DENSE_PRESENCE = 0.99
 
 #: the power-of-two unit of an input (or target) that has only been 0 so far
@@ -223,6 +223,15 @@ class Fallback:
         return fb
 
     # ------------------------------------------------------------------ window
+    @property
+    def n_inputs(self) -> int:
+        return self._X.shape[1]
+
+    @property
+    def n_updates(self) -> int:
+        """How many samples the fallback has learnt (the engine's name for it)."""
+        return self.n
+
     def grow(self, n_inputs: int) -> None:
         """Take ``n_inputs`` inputs; the new ones last, absent from every past sample (0 in the
         running statistics, missing in the window)."""
@@ -321,20 +330,25 @@ class Fallback:
         return w / w.sum()
 
     # ------------------------------------------------------------------ predictions
-    def mixture(self, z: np.ndarray):
-        """Regression: the predictive mixture ``(weights, means, variances)`` in the target's
-        units."""
+    def _components(self, z: np.ndarray):
+        """Regression: the mixture's ``(weights, means, variances)`` in the target's units."""
         means, variances = self._members(z)
         _, ey = self._moments.units()
         # a variance in the target's units may overflow (a target around 1e200): then inf
         return self._weights(), np.ldexp(means, ey), np.ldexp(variances, 2 * ey)
 
-    def predict(self, z: np.ndarray) -> tuple[float, float]:
-        """Regression: the mixture's mean and variance in the target's units."""
-        w, means, variances = self.mixture(z)
+    def mixture(self, z: np.ndarray):
+        """Regression: the predictive mixture ``(weights, means, variances)`` and its
+        moment-matched ``(mean, var)``, in the target's units (as
+        :meth:`river_doebe.engine.Engine.mixture` gives them)."""
+        w, means, variances = self._components(z)
         mean = float(w @ means)
         with np.errstate(over="ignore"):  # a target around 1e200: its variance is inf
-            return mean, float(w @ (variances + (means - mean) ** 2))
+            return w, means, variances, mean, float(w @ (variances + (means - mean) ** 2))
+
+    def predict(self, z: np.ndarray) -> tuple[float, float]:
+        """Regression: the mixture's mean and variance in the target's units."""
+        return self.mixture(z)[3:]
 
     def predict_proba(self, z: np.ndarray) -> tuple[float, float]:
         """Classification: ``(p(code 0), p(code 1))``."""
@@ -343,7 +357,7 @@ class Fallback:
 
     def log_density(self, z: np.ndarray, y: float) -> float:
         """Regression: the mixture's log density of ``y`` (target units)."""
-        w, means, variances = self.mixture(z)
+        w, means, variances = self._components(z)
         terms = np.log(w) - 0.5 * (_LOG_2PI + np.log(variances) + (y - means) ** 2 / variances)
         top = terms.max()
         return float(top + math.log(np.exp(terms - top).sum()))
