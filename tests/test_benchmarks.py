@@ -278,6 +278,7 @@ def test_fallback_scores_every_model_from_the_first_sample(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.ray
 def test_scaleout_writes_every_row_its_rates_ratios_and_the_recovery(tmp_path):
     pytest.importorskip("ray")
     scaleout = _load("scaleout")

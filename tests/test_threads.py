@@ -109,6 +109,7 @@ def test_an_explicit_thread_count_always_wins(clock):
         assert not _drive(threads.Pace(), clock, slow_threads, 50, members=1).any()
 
 
+@pytest.mark.slow  # six fresh interpreters, each importing the package
 def test_the_environment_sets_the_starting_value():
     code = ("import river_doebe.engine.threads as t, os; "
             "print(t._setting[0], os.environ.get('GOMP_SPINCOUNT'))")
