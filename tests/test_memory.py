@@ -230,3 +230,45 @@ def test_wide_rbf_family_never_builds_p_by_p():
     assert len(members) == 3
     assert peak < 0.1 * P * P * 8, f"peak {peak / 2**20:.1f} MB"
 
+
+# ====================================================================== the warm-up fallback
+
+
+def _reference_linear(fb, z):
+    """The linear member's predictive in its D x D form, from the fallback's moments."""
+    mo = fb._moments
+    inv = 1.0 / mo.x_scale()
+    sy = math.sqrt(max(mo.syy / mo.n, 0.0))
+    ve = min(max(fb._sq_err / fb._n_err, 1e-3), 1.0) if fb._n_err else 1.0
+    A = mo.Cxx * np.outer(inv, inv) / ve + np.eye(len(inv))
+    w = np.linalg.solve(A, mo.cxy * inv / (sy * ve))
+    u = mo.standardise(z)
+    return mo.my + sy * float(u @ w), sy * sy * (float(u @ np.linalg.solve(A, u)) + ve)
+
+
+def test_wide_fallback_solves_the_smaller_system_with_the_same_predictive():
+    from river_doebe.warmup.fallback import WIDE, Fallback
+
+    D = WIDE + 16
+    rng = np.random.default_rng(7)
+    X = rng.poisson(0.3, size=(2 * D, D)).astype(float) * rng.uniform(0.5, 3.0, size=D)
+    X[:, 5] = 0.0  # an input that stays 0 (no unit) and one that is constant
+    X[:, 6] = 2.5
+    y = X @ rng.standard_normal(D) + 0.3 * rng.standard_normal(2 * D)
+    fb = Fallback(D)
+    forms = set()
+    for i in range(2 * D):
+        mean, var = fb.predict(X[i])
+        assert np.isfinite(mean) and var > 0
+        if fb._moments.n >= 2:
+            got = fb._linear_regression(X[i])
+            forms.add(fb._post[2][0])
+            ref = _reference_linear(fb, X[i])
+            np.testing.assert_allclose(got, ref, rtol=1e-7)
+        fb.learn(X[i], y[i])
+    assert forms == {"dual", "primal"}
+    # without its window (given up), the D x D form
+    fb.drop_window()
+    fb._post = None
+    fb._linear_regression(X[0])
+    assert fb._post[2][0] == "primal"
