@@ -52,6 +52,11 @@ class ArrayEstimator(BatchPath):
     _schema: Schema | None = None
     _ignored: frozenset = frozenset()
 
+    #: the value of a schema feature that a sample lacks: 0 for a model that uses its inputs as
+    #: given (a missing key is an absent, zero feature, as river's sparse encoders mean it); a
+    #: model that standardises its inputs asks for NaN and resolves it itself (the E-DOEBE)
+    _fill = 0.0
+
     # hooks ---------------------------------------------------------------
     def _make_engine(self, n_inputs: int) -> Engine:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -84,21 +89,22 @@ class ArrayEstimator(BatchPath):
         """The sample as an array for learning, and an undo for a schema that had to grow (a
         callable, or None): the caller undoes the growth if the sample is then refused."""
         schema = self._schema
+        fill = self._fill
         if schema is None:
             schema = Schema.from_sample(x)
-            z = schema.to_array(x)
+            z = schema.to_array(x, fill)
             undo = self._snapshot()
             self._on_schema(schema)
             self._schema = schema
             return z, undo
-        z, new = schema.to_array_and_new(x)
+        z, new = schema.to_array_and_new(x, fill)
         if not new:
             return z, None
         if not self._schema_is_free():
             self._ignore(new)
             return z, None
         grown = schema.extend(new)
-        z = grown.to_array(x)  # the new values are validated before anything changes
+        z = grown.to_array(x, fill)  # the new values are validated before anything changes
         undo = self._snapshot()
         self._grow(len(grown))
         self._schema = grown
@@ -132,7 +138,7 @@ class ArrayEstimator(BatchPath):
             if not isinstance(x, dict):
                 raise TypeError(f"expected a dict of features, got {type(x).__name__}")
             return None
-        return self._schema.to_array(x)
+        return self._schema.to_array(x, self._fill)
 
     def _ghost(self, names):
         """A fresh copy of the model with the schema ``names`` and nothing learnt: what the
@@ -149,11 +155,10 @@ class ArrayEstimator(BatchPath):
         (fixed, grown or with ignored columns) once everything has been validated."""
         check_frame(X)
         schema = self._schema
+        fill = self._fill
         if schema is None:
-            if X.shape[1] == 0:
-                raise ValueError("the batch has no features, so no input schema can be fixed")
-            schema = Schema(X.columns)
-            Z = schema.frame_to_array(X)
+            schema = Schema(X.columns)  # (no columns: rows with no active feature)
+            Z = schema.frame_to_array(X, fill)
 
             def commit():
                 self._on_schema(schema)
@@ -163,14 +168,14 @@ class ArrayEstimator(BatchPath):
         new = schema.frame_new_names(X)
         if new and self._schema_is_free():
             grown = schema.extend(new)
-            Z = grown.frame_to_array(X)
+            Z = grown.frame_to_array(X, fill)
 
             def commit():
                 self._grow(len(grown))
                 self._schema = grown
 
             return Z, commit
-        Z = schema.frame_to_array(X)
+        Z = schema.frame_to_array(X, fill)
         return Z, (lambda: self._ignore(new)) if new else (lambda: None)
 
     def _refused(self, err: FilterError, x: dict, what: str) -> FilterError:
@@ -302,7 +307,7 @@ class ArrayRegressor(ArrayEstimator):
         check_frame(X)
         if self._schema is None:
             return self._ghost(X.columns).predict_many(X)
-        Z = self._schema.frame_to_array(X)
+        Z = self._schema.frame_to_array(X, self._fill)
         means = [self._predict_z(Z[i])[0] for i in range(Z.shape[0])]
         return pd.Series(means, index=X.index, dtype=float)
 
@@ -476,7 +481,7 @@ class ArrayClassifier(ArrayEstimator):
         check_frame(X)
         if self._schema is None:
             return self._ghost(X.columns).predict_proba_many(X)
-        Z = self._schema.frame_to_array(X)
+        Z = self._schema.frame_to_array(X, self._fill)
         P = np.array([self._predict_proba_z(Z[i]) for i in range(Z.shape[0])]).reshape(-1, 2)
         keys = self._labels.keys()
         if keys is None:

@@ -184,22 +184,18 @@ class BaseEDOEBE(BaseEnsemble):
         return z
 
     # ------------------------------------------------------------------ the input schema
-    # free while the fallback learns, fixed by the members' fit
-    def _schema_is_free(self) -> bool:
-        if self.models is not None:
-            return super()._schema_is_free()
-        return self._engine is None
-
-    def _fixed_because(self) -> str:
-        if self.models is not None:
-            return super()._fixed_because()
-        return "the members were fitted on the warm-up window's inputs"
+    @property
+    def _fill(self) -> float:
+        """A missing key: NaN (the standardisation's to resolve), or 0 with explicit ``models``."""
+        return math.nan if self.models is None else 0.0
 
     def _grow(self, n_inputs: int) -> None:
         if self._engine is None:
-            self._warm.grow(n_inputs)
-        else:
-            super()._grow(n_inputs)
+            return self._warm.grow(n_inputs)
+        n_new = n_inputs - len(self._schema)
+        if self._std is not None:  # after the warm-up: the standardisation takes them (sparse)
+            self._std.grow(n_new)
+        self._engine.grow(self._engine.n_inputs + n_new)  # (fewer than the schema's: dropped)
 
     # ------------------------------------------------------------------ the warm-up
     @property
@@ -231,9 +227,17 @@ class BaseEDOEBE(BaseEnsemble):
         if self._engine is not None:
             return False
         self._warm.learn(z, target)
-        if self._warm.keep_window and self._warm.n >= self.n_warmup:
+        # (a window whose samples had no feature at all has nothing to fit: it waits for one)
+        if self._warm.keep_window and self._warm.n >= self.n_warmup and z.shape[0]:
             self._end_warmup()
         return True
+
+    def _replay(self, Z, targets):
+        if self._std is not None:
+            Z = self._std.x_learning(Z)
+            if self.task == "regression":
+                targets = self._std.y(np.asarray(targets, dtype=np.float64))
+        self._engine.replay(Z, targets)
 
     def _counted_block(self, Z, targets, keep):
         """The engine's block, counting its rows among the samples seen."""
@@ -373,6 +377,10 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
     distributions are in the original units of ``y``. If the fit fails on the window's data, the
     model says so once and goes on with its fallback.
 
+    A missing key is at its window mean for a dense input (present in 99% of the window's samples)
+    and 0 for a sparse one (an indicator, a word count); inputs first seen after the warm-up join
+    every member exactly (:class:`river_doebe.warmup.fit.Standardizer`, the README's input policy).
+
     The weights switch with the block matrix of :func:`river_doebe.engine.edoebe_transition`: a
     member moves to one of its own twins with probability ``delta`` each step, so a collapse of
     the static/dynamic weights early in a stream can be undone later.
@@ -453,7 +461,7 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         if self._std is None:
             self._engine.learn(z, y)
         else:
-            self._engine.learn(self._std.x(z), self._std.y(y))
+            self._engine.learn(self._std.x_learning(z), self._std.y(y))
 
     def _log_density_z(self, z, y):
         if self._engine is None:
@@ -471,7 +479,7 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         std = self._std
         if std is None:
             return self._counted_block(Z, Y, keep)
-        a, b, extra = self._counted_block(std.x(Z), std.y(Y), keep)
+        a, b, extra = self._counted_block(std.x_learning(Z), std.y(Y), keep)
         if extra is not None:
             log_prior, means, variances = extra
             extra = (log_prior, *std.y_back(means, variances))
@@ -514,7 +522,8 @@ class EDOEBEClassifier(BaseEDOEBE, ArrayClassifier, base.MiniBatchClassifier):
     while it keeps the window. At ``n_warmup`` it
 
     1. freezes a standardisation of ``x`` (mean and standard deviation of the window; inputs
-       constant over the window are dropped with a warning; the labels are not transformed);
+       constant over the window are dropped with a warning; the labels are not transformed;
+       sparse inputs and inputs seen later as for the regressor :class:`river_doebe.EDOEBE`);
     2. chooses the hyperparameters of every basis family by empirical Bayes on the window, with
        the **Gaussian evidence of the labels coded as -1/+1**: length scales (and the other basis
        hyperparameters) and ``var_theta`` are taken from the type-II maximum-likelihood fit of a
@@ -635,11 +644,12 @@ class EDOEBEClassifier(BaseEDOEBE, ArrayClassifier, base.MiniBatchClassifier):
         if self._warm_learn(z, code):
             return
         if self._std is not None:
-            z = self._std.x(z)
+            z = self._std.x_learning(z)
         self._engine.learn(z, code)
 
     def _block(self, Z, codes, keep):
-        return self._counted_block(Z if self._std is None else self._std.x(Z), codes, keep)
+        return self._counted_block(Z if self._std is None else self._std.x_learning(Z), codes,
+                                   keep)
 
     def _history_targets(self, y, n: int) -> np.ndarray:
         """The codes of a history's labels (the classifier takes its labels from it)."""

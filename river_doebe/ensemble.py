@@ -129,9 +129,14 @@ class BaseEnsemble(ArrayEstimator):
         arrays = [self._learn_array(x)[0] for x in rows]
         if self._engine is None:
             raise RuntimeError("the ensemble has no members before its warm-up ends")
-        Z = np.zeros((len(arrays), len(self._schema)))
+        Z = np.full((len(arrays), len(self._schema)), self._fill)
         for i, z in enumerate(arrays):
-            Z[i, : z.shape[0]] = z  # a feature that joined later is 0 in the rows before it
+            Z[i, : z.shape[0]] = z  # a feature that joined later is absent from the rows before
+        self._replay(Z, np.asarray(targets))
+
+    def _replay(self, Z: np.ndarray, targets: np.ndarray) -> None:
+        """Filter the arrays ``Z`` and their targets through the members (the E-DOEBE
+        standardises them first)."""
         self._engine.replay(Z, targets)
 
     def member_predictions(self, x: dict):

@@ -72,14 +72,15 @@ class DOBE(BaseDOBE, ArrayRegressor, base.MiniBatchRegressor):
     exactly the batch Bayesian posterior. Each step costs ``O(F^2)`` for ``F`` basis functions,
     and runs in compiled code.
 
-    Input policy (the README's): the first sample learnt fixes the input schema (names sorted);
-    a feature that arrives later joins it when the basis can take it exactly (``Linear``,
-    ``AdditivePolynomial``, and random Fourier features or RBF networks with one length scale),
-    else it is ignored with a warning; ``predict_one`` never changes the schema; missing features
-    count as 0; NaN, infinity or non-numeric values raise before any state changes. Inputs are
-    used as given: put a scaler in front for bases with length scales (or use
-    :class:`river_doebe.EDOEBE`, which standardises by itself). Static learners keep a square
-    root of their covariance, so unscaled inputs such as timestamps cannot break it.
+    Input policy (the README's): the first sample learnt fixes the input schema (names sorted;
+    an empty sample is a sample with no active feature); a feature that arrives later joins it
+    exactly, every basis of the package taking new inputs (see
+    :meth:`river_doebe.basis.base.Basis.grow`); ``predict_one`` never changes the schema; a
+    missing feature counts as 0 (an absent feature, as river's sparse encoders mean it); NaN,
+    infinity or non-numeric values raise before any state changes. Inputs are used as given: put
+    a scaler in front for bases with length scales (or use :class:`river_doebe.EDOEBE`, which
+    standardises by itself). Static learners keep a square root of their covariance, so unscaled
+    inputs such as timestamps cannot break it.
 
     Parameters
     ----------
@@ -174,8 +175,8 @@ class DOBEClassifier(BaseDOBE, ArrayClassifier, base.MiniBatchClassifier):
     comparable; a third label raises ``ValueError``. Until two labels are known the probabilities
     are reported for ``False`` and ``True``, as by river's ``linear_model.LogisticRegression``
     (unless the one label seen is not a ``bool``). Input policy as for the regressors: the schema is
-    fixed by the first sample, missing features count as 0, new ones are ignored, and NaN,
-    infinity or non-numeric values raise before any state changes.
+    fixed by the first sample and grows with the features that arrive later, missing features
+    count as 0, and NaN, infinity or non-numeric values raise before any state changes.
 
     Parameters
     ----------

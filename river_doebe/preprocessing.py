@@ -45,10 +45,11 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
     models whose distribution's ``mu`` is their point prediction (this package's models).
 
     While ``s`` is 0 (before two targets are learnt, or while all of them are equal), river's map
-    sends every value to ``m``: the prediction is ``m`` and the distribution is a point mass there,
-    river's degenerate ``proba.Gaussian`` with ``sigma = 0``, whose density is 0 everywhere. A
-    predictive log-likelihood scored from the first sample is then ``-inf``: score it once two
-    distinct targets have been learnt.
+    sends every value to ``m``: the point prediction is ``m``, as river's. The target's scale is
+    not known yet, so the distribution is not mapped by it (that would be a point mass, density 0
+    everywhere, and a predictive log-likelihood of ``-inf``): it is the wrapped model's own
+    predictive, on a unit scale, moved so that its mean is ``m``. Its density is proper from the
+    first sample, and ``log_density_one`` scores it.
 
     Parameters
     ----------
@@ -167,9 +168,15 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
         dist = self._standardised_dist(x, **kwargs)
         if s > 0.0:
             return affine(dist, s, m)
-        # every value is sent to m: a point mass, whose mean is computed as the point
-        # prediction's is, so that the two stay equal
-        return gaussian(dist.mu * s + m, 0.0)
+        # no scale yet: the wrapped model's spread on a unit scale, its mean moved to the point
+        # prediction (computed as the point prediction's is, so that the two stay equal)
+        centre = dist.mu * s + m
+        if isinstance(dist, GaussianMixture):
+            mu, var = dist._mv()
+            return GaussianMixture._from_moments(
+                dist.weights, dist.means - mu + centre, dist.variances, centre, var
+            )
+        return gaussian(centre, dist.sigma * dist.sigma)
 
     def _standardised_dist(self, x, **kwargs):
         try:
@@ -195,12 +202,13 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
         scale, ``log p(z) - log(s)`` with ``z = (y - m) / s`` (the change of variables): the
         wrapped model's own ``log_density_one`` when it has one (this package's models), else
         the log density of its ``predict_one(x, with_dist=True)`` (a pipeline ending in one).
-        While the scale is 0 the predictive is a point mass and this is ``-inf``.
+        While the scale is 0 it is the log density of the distribution that ``predict_one(x,
+        with_dist=True)`` returns then (the wrapped model's predictive on a unit scale).
         """
         y = check_target(y)
         s, m = self._scale_shift()
         if not s > 0.0:
-            return -math.inf
+            return float(_log_density(self.predict_one(x, with_dist=True), y))
         z = (y - m) / s
         own = getattr(self.regressor, "log_density_one", None)
         if own is not None:

@@ -30,6 +30,7 @@ from river_doebe.engine import (
     twin_members,
 )
 from river_doebe.engine.threads import get_num_threads
+from river_doebe.warmup import fallback
 from river_doebe.warmup.empirical_bayes import member_sets
 from river_doebe.warmup.fallback import CONSTANT
 from river_doebe.warmup.families import derive_seed, resolve_families
@@ -41,10 +42,29 @@ __all__ = ["Standardizer", "fit_ensemble", "fit_members", "unfitted_members"]
 class Standardizer:
     """Frozen standardisation of the inputs and the target (fitted on the warm-up window).
 
-    Inputs that are constant over the warm-up window carry no information for hyperparameters
-    that are frozen from then on; they are dropped (with a warning), so that values which such a
-    feature takes later cannot blow the standardised inputs up. Standardised values are clipped
-    to ``[-clip, clip]`` like the paper's code.
+    The window's rows hold NaN where a sample lacked a key (``EDOEBE`` asks its schema for NaN
+    there). Per input, with ``f`` the fraction of the window's samples that have it:
+
+    - a **dense** input (``f >=`` :data:`river_doebe.warmup.fallback.DENSE_PRESENCE`, 0.99, and
+      not constant over its present values: a measurement) is centred and scaled with the mean
+      and standard deviation of its present values; a key missing from a sample, in the window
+      or later, is imputed at that mean (it standardises to 0), as river's ``StandardScaler``
+      leaves a missing key at the scaled 0;
+    - a **sparse** input (present in fewer samples, or constant whenever present: an
+      indicator, a word count) is scaled by its standard deviation over the window with absent
+      counted as 0, and not centred (scikit-learn's ``StandardScaler(with_mean=False)`` for
+      sparse data), so that an absent key stays 0, below or apart from its present values, as
+      river's sparse encoders (``OneHotEncoder``, ``BagOfWords``, ``TFIDF``) mean it;
+    - an input that joins after the warm-up (:meth:`grow`) is sparse by construction (absent
+      from every earlier sample): not centred, and scaled by the magnitude of its first non-zero
+      value, frozen when the model first learns from one (:meth:`freeze`), so that every sample
+      it has learnt keeps its standardised value.
+
+    In every case a missing key standardises to exactly 0. Inputs that take one value over the
+    whole window (absent counted as 0) carry no information for hyperparameters that are frozen
+    from then on; they are dropped (with a warning), so that values which such a feature takes
+    later cannot blow the standardised inputs up. Standardised values are clipped to
+    ``[-clip, clip]`` like the paper's code.
     """
 
     x_mean: np.ndarray
@@ -53,17 +73,40 @@ class Standardizer:
     y_mean: float
     y_scale: float
     clip: float = 1e3
+    #: per kept input: whether it is centred (dense) or only scaled (sparse; ``None``: all dense)
+    centred: np.ndarray | None = None
 
     @classmethod
     def fit(cls, X: np.ndarray, y: np.ndarray | None = None, names=None,
             clip: float = 1e3) -> Standardizer:
-        """Fit to the window ``X`` and, for regression, its targets ``y`` (``None``: the target is
-        left as it is, as a classifier's label codes)."""
+        """Fit to the window ``X`` (NaN where a sample lacked the input) and, for regression,
+        its targets ``y`` (``None``: the target is left as it is, as a classifier's label
+        codes)."""
         X = np.asarray(X, dtype=np.float64)
-        mean, std = _mean_std(X)
+        present = ~np.isnan(X)
+        if present.all():
+            # every key in every sample (the paper's streams): the statistics of the whole window
+            mean, std = _mean_std(X)
+            centre, spread = mean, std
+            dense = std > CONSTANT * np.abs(mean)
+        else:
+            mean, std = _mean_std(np.where(present, X, 0.0))  # absent counted as 0
+            centre, spread = mean.copy(), std.copy()
+            for j in np.flatnonzero(~present.all(axis=0)).tolist():  # over the present values
+                values = X[present[:, j], j]
+                if values.size:
+                    m, s = _mean_std(values[:, None])
+                    centre[j], spread[j] = m[0], s[0]
+            fraction = present.mean(axis=0)
+            # (the fallback's constant, read here at each fit: the threshold benchmark moves it)
+            dense = (fraction >= fallback.DENSE_PRESENCE) & (spread > CONSTANT * np.abs(centre))
+            centre = np.where(dense, centre, 0.0)
+            spread = np.where(dense, spread, std)
         # constant: no spread beyond rounding, relative to the input's own size (any scale)
-        keep = std > CONSTANT * np.abs(mean)
+        keep = dense | (std > CONSTANT * np.abs(mean))
         if not keep.any():
+            if X.shape[1] == 0:
+                raise ValueError("the warm-up window has no inputs")
             warnings.warn(
                 "every input is constant over the warm-up window; the model keeps the first one "
                 "and will predict little more than the target's mean",
@@ -71,7 +114,7 @@ class Standardizer:
                 stacklevel=3,
             )
             keep[0] = True
-            std[0] = 1.0
+            spread[0] = 1.0
         elif not keep.all():
             dropped = np.flatnonzero(~keep)
             labels = [str(names[i]) if names is not None else f"x{i}" for i in dropped]
@@ -81,9 +124,10 @@ class Standardizer:
                 RuntimeWarning,
                 stacklevel=3,
             )
+        centred = None if dense[keep].all() else np.array(dense[keep])
+        scale = np.where(keep, spread, 1.0)
         if y is None:
-            scale = np.where(keep, std, 1.0)
-            return cls(mean[keep], scale[keep], keep, 0.0, 1.0, clip)
+            return cls(centre[keep], scale[keep], keep, 0.0, 1.0, clip, centred)
         y_mean, y_std = (float(v[0]) for v in _mean_std(np.asarray(y, dtype=np.float64)[:, None]))
         if not y_std > CONSTANT * abs(y_mean):
             warnings.warn(
@@ -92,13 +136,59 @@ class Standardizer:
                 stacklevel=3,
             )
             y_std = 1.0
-        scale = np.where(keep, std, 1.0)
-        return cls(mean[keep], scale[keep], keep, y_mean, y_std, clip)
+        return cls(centre[keep], scale[keep], keep, y_mean, y_std, clip, centred)
 
     def x(self, X: np.ndarray) -> np.ndarray:
-        """Standardise one sample ``(D,)`` or a batch ``(n, D)``; returns only the kept inputs."""
+        """Standardise one sample ``(D,)`` or a batch ``(n, D)``; returns only the kept inputs.
+        A missing value (NaN) standardises to 0; an input that joined later and whose scale is
+        not frozen yet counts as its sign (what its scale, frozen from this value, gives)."""
         Z = (X[..., self.keep] - self.x_mean) / self.x_scale
-        return np.clip(Z, -self.clip, self.clip, out=Z)
+        Z = np.clip(Z, -self.clip, self.clip, out=Z)
+        if self.centred is not None:
+            unset = np.isnan(self.x_scale)
+            if unset.any():
+                Z[..., unset] = np.sign(X[..., self.keep][..., unset])
+        missing = np.isnan(Z)
+        if missing.any():
+            Z[missing] = 0.0
+        return Z
+
+    def grow(self, n_new: int) -> None:
+        """Take ``n_new`` inputs that joined after the warm-up (last): sparse, not centred,
+        their scales unset until :meth:`freeze`."""
+        centred = np.ones(self.keep.sum(), dtype=np.bool_) if self.centred is None else self.centred
+        self.keep = np.r_[self.keep, np.ones(n_new, dtype=np.bool_)]
+        self.x_mean = np.r_[self.x_mean, np.zeros(n_new)]
+        self.x_scale = np.r_[self.x_scale, np.full(n_new, np.nan)]
+        self.centred = np.r_[centred, np.zeros(n_new, dtype=np.bool_)]
+
+    def freeze(self, X: np.ndarray) -> None:
+        """Before learning the sample ``(D,)`` or the rows ``(n, D)`` in order: an input that
+        joined later takes as its scale the magnitude of its first non-zero value."""
+        if self.centred is None:
+            return
+        unset = np.flatnonzero(np.isnan(self.x_scale))
+        if not unset.size:
+            return
+        V = np.atleast_2d(X[..., self.keep])[:, unset]
+        set_ = (V != 0.0) & ~np.isnan(V)
+        for i, j in enumerate(unset.tolist()):
+            rows = np.flatnonzero(set_[:, i])
+            if rows.size:
+                self.x_scale[j] = abs(float(V[rows[0], i]))
+
+    def x_learning(self, X: np.ndarray) -> np.ndarray:
+        """:meth:`x` of samples about to be learnt, in order: :meth:`freeze` first."""
+        self.freeze(X)
+        return self.x(X)
+
+    @property
+    def sparse_(self) -> np.ndarray:
+        """Per kept input: whether it is sparse (only scaled: absent means 0) rather than dense
+        (centred: a missing key means its mean)."""
+        if self.centred is None:
+            return np.zeros(int(self.keep.sum()), dtype=np.bool_)
+        return ~self.centred
 
     def y(self, y):
         return (y - self.y_mean) / self.y_scale
