@@ -23,6 +23,19 @@ of hyperparameters, and nothing of size ``P x P`` is built for the draws:
   ``P`` (and in the number of inputs), where the full Hessian is quadratic in time and memory;
 - the perturbation is drawn as ``u* + sqrt(perturb_var) z``, without a ``P x P`` matrix (an RBF
   network's ``P = (n_centres + 1) D + 2``).
+
+A mode whose noise variance sits at (or near) its lower bound is a mode the window cannot place:
+when the window has fewer samples than the basis has features (wide inputs, a short warm-up),
+the features can fit every sample, the evidence is flat in the noise variance below the smallest
+signal eigenvalue, and the optimiser ends on the bound. A Gaussian around that point (its
+curvature floored) keeps every draw there too: members that claim almost no noise, certain of
+their predictions once the stream has pinned their weights down, and pruned by the ensemble's
+weights within a few samples however good their means are (a linear target in 450 words: the
+linear family's every member). There, each draw's noise variance comes instead from the profile
+of the evidence over the bounded range (the other hyperparameters at the mode; the bounds' log-
+uniform prior): stratified draws from that one-dimensional posterior, so that the members span
+the noise levels the window cannot tell apart and the stream picks among them. A noise-free
+target (a profile that keeps rising to the bound) keeps them there.
 """
 
 from __future__ import annotations
@@ -44,6 +57,13 @@ CURVATURE_BUDGET = 64
 
 #: of the budget of a Lanczos approximation, the random probes of the curvature its basis leaves
 _PROBES = 4
+
+#: a mode whose log noise variance is within this of its lower bound is on it (see the module's
+#: docstring): the draws take their noise variance from its profile evidence
+NOISE_AT_BOUND = 1.0
+
+#: points of the grid of log noise variances over the bounds for that profile
+_NOISE_GRID = 65
 
 
 def _single_threaded_blas(func):
@@ -363,11 +383,40 @@ def _draws(mode, basis, Z, y, n, rng, method, perturb_var, fd_step, min_eigenval
                                 budget)
     rng = np.random.default_rng(rng)
     draws = spread.draw(mode.u, rng.standard_normal((n, len(mode.u))))
+    if mode.u[1] <= layout.lower[1] + NOISE_AT_BOUND and np.isfinite(layout.upper[1]):
+        draws[:, 1] = _profile_noise(mode, basis, Z, y, layout, n, rng)
     out = []
     for u in draws:
         vt, ve, psi = layout.unpack(layout.clip(u))
         out.append((basis.with_hyper(psi) if psi.size else basis, vt, ve))
     return out, notes
+
+
+def _profile_noise(mode, basis, Z, y, layout, n, rng) -> np.ndarray:
+    """``n`` log noise variances, stratified draws from the profile posterior of the log noise
+    variance over the layout's bounds, the other hyperparameters at the mode (see the module's
+    docstring): the ``k``-th from the ``k``-th of ``n`` equal slices of its probability."""
+    from river_doebe.evidence import log_evidence
+
+    b = mode.basis
+    Phi = b.featurize(np.asarray(Z, dtype=np.float64))
+    y = np.asarray(y, dtype=np.float64).ravel()
+    grid = np.linspace(layout.lower[1], layout.upper[1], _NOISE_GRID)
+    ll = np.full(grid.shape, -np.inf)
+    with np.errstate(all="ignore"):
+        for i, g in enumerate(grid.tolist()):
+            try:
+                ll[i] = log_evidence(Phi, y, mode.var_theta, math.exp(g))
+            except (np.linalg.LinAlgError, ValueError, FloatingPointError):
+                continue
+    if not np.isfinite(ll).any():
+        return np.full(n, mode.u[1])
+    w = np.exp(np.where(np.isfinite(ll), ll - np.max(ll[np.isfinite(ll)]), -np.inf))
+    # the density, linear between the grid's points: its cumulative probability at each point
+    cdf = np.r_[0.0, np.cumsum(0.5 * (w[1:] + w[:-1]) * np.diff(grid))]
+    cdf /= cdf[-1]
+    q = (np.arange(n) + rng.uniform(size=n)) / n
+    return np.interp(q, cdf, grid)
 
 
 @_single_threaded_blas
