@@ -19,7 +19,9 @@ _PARAMETERS = """    Parameters
         see :data:`river_doebe.warmup.FAMILIES`) and/or basis templates whose hyperparameters
         are fitted. ``None`` means the paper's Experiment 3 set, ``("hsgp", "rff", "rbf")``:
         additive HSGP (about 100 features), random Fourier features (50 frequencies) and an RBF
-        network (100 centres), all with ARD length scales.
+        network (100 centres), all with ARD length scales; on more than 100 inputs (a bag of
+        words) the linear family takes the HSGP's place, ``("linear", "rff", "rbf")``, since
+        100 functions cannot cover every input (:func:`river_doebe.warmup.default_families`).
     n_warmup
         Length of the warm-up window.
     n_samples

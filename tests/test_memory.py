@@ -272,3 +272,104 @@ def test_wide_fallback_solves_the_smaller_system_with_the_same_predictive():
     fb._post = None
     fb._linear_regression(X[0])
     assert fb._post[2][0] == "primal"
+
+
+# ---------------------------------------------------------------- noise the window cannot place
+
+
+def _underdetermined(n=60, n_inputs=150, noise=0.5, seed=0):
+    """A linear target in sparse count-like inputs with more inputs than samples: the features
+    fit every sample and the evidence is flat in the noise variance below its signal."""
+    rng = np.random.default_rng(seed)
+    Z = (rng.uniform(size=(n, n_inputs)) < 0.1) * 3.0
+    y = Z @ (0.1 * rng.standard_normal(n_inputs)) + noise * 0.1 * rng.standard_normal(n)
+    return Z, y - y.mean()
+
+
+def test_noise_at_its_bound_is_drawn_from_its_profile():
+    from river_doebe.basis import Linear
+
+    Z, y = _underdetermined()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        members = build_members(Linear(), Z, y, n_samples=5, starts=(1.0,), seed=0)
+    mode = members[0]
+    assert mode.is_mode and mode.var_eps < math.exp(math.log(1e-6) + laplace.NOISE_AT_BOUND)
+    draws = [m.var_eps for m in members[1:]]
+    # stratified over the profile, which is flat from the bound up to the signal's scale: the
+    # draws span it, and the largest is at the noise level the stream needs (0.05^2 here)
+    assert len(draws) == 4 and max(draws) > 1e-3 and min(draws) < 1e-4
+    assert sorted(draws) == draws
+    again = build_members(Linear(), Z, y, n_samples=5, starts=(1.0,), seed=0)
+    assert [m.var_eps for m in again] == [m.var_eps for m in members]
+
+
+def test_noise_free_target_keeps_its_draws_at_the_bound():
+    from river_doebe.basis import Linear
+
+    rng = np.random.default_rng(1)
+    Z = rng.standard_normal((200, 5))
+    y = Z @ np.array([1.0, -0.5, 0.3, 0.0, 2.0])  # no noise, more samples than features
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        members = build_members(Linear(), Z, y, n_samples=5, starts=(1.0,), seed=0)
+    assert all(m.var_eps < 1e-5 for m in members)
+
+
+def test_identified_noise_keeps_the_laplace_draws(monkeypatch):
+    """A mode away from the bound: the draws do not look at the profile (the paper's streams)."""
+    from river_doebe.basis import Linear
+
+    Z, y = _wide(5, n=200)
+
+    def refuse(*args):
+        raise AssertionError("profile of an identified noise")
+
+    monkeypatch.setattr(laplace, "_profile_noise", refuse)
+    members = build_members(Linear(), Z, y, n_samples=5, starts=(1.0,), seed=0)
+    assert 1e-3 < members[0].var_eps < 0.1 and len(members) == 5
+
+
+def test_default_families_swap_the_hsgp_for_the_linear_family_on_wide_inputs():
+    from river_doebe.warmup import WIDE_INPUTS, default_families, resolve_families
+
+    assert default_families(WIDE_INPUTS) == ("hsgp", "rff", "rbf")
+    assert default_families(WIDE_INPUTS + 1) == ("linear", "rff", "rbf")
+    names = [type(b).__name__ for b in resolve_families(None, 450, seed=0)]
+    assert names == ["Linear", "RandomFourierFeatures", "RBFNetwork"]
+    # every template of a fixed size but the linear one: its streaming memory is linear in D
+    # beside the linear member's (D + 1)^2, the cost of a weight per input, as river's BLR
+    rff, rbf = resolve_families(None, 450, seed=0)[1:]
+    assert rff.n_frequencies == 50 and rbf.n_centres == 100
+
+
+@pytest.mark.slow
+def test_bag_of_words_within_one_and_a_half_river_blr():
+    """The issue's reproduction, shortened: BagOfWords | EDOEBE on a vocabulary wider than the
+    HSGP's 100 functions, a target linear in the word counts (the benchmark's stream)."""
+    import sys
+    from pathlib import Path
+
+    from river import feature_extraction, linear_model
+
+    from river_doebe import EDOEBE
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    try:
+        from memory import bow_texts
+    finally:
+        sys.path.pop(0)
+    texts, targets = bow_texts(160, 500, seed=0)
+    maes = {}
+    for name, model in {
+        "edoebe": feature_extraction.BagOfWords(on="text") | EDOEBE(n_warmup=100, seed=0),
+        "blr": feature_extraction.BagOfWords(on="text") | linear_model.BayesianLinearRegression(),
+    }.items():
+        err = 0.0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            for x, t in zip(texts, targets, strict=True):
+                err += abs(model.predict_one(x) - t)
+                model.learn_one(x, t)
+        maes[name] = err / len(texts)
+    assert maes["edoebe"] <= 1.5 * maes["blr"], maes
