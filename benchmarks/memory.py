@@ -14,7 +14,7 @@ tracemalloc estimate. Two kinds of rows:
   ``BagOfWords | BayesianLinearRegression`` on the same texts (in its own process): peak memory,
   time of the 1,000 samples, MAE (predict, then learn).
 
-    python benchmarks/memory.py [--sizes 10 30 100 300 1000] [--bow 450] [--after 200]
+    python benchmarks/memory.py [--sizes 10 30 100 150 300 1000] [--bow 450] [--after 200]
                                 [--out benchmarks/results/memory.json]
 
 The machine's load (``os.getloadavg``) is recorded before each row: figures taken beside other
@@ -37,7 +37,7 @@ from pathlib import Path
 
 from _common import HERE, ROOT
 
-DEFAULT_SIZES = (10, 30, 100, 300, 1000)
+DEFAULT_SIZES = (10, 30, 100, 150, 300, 1000)
 
 
 # ====================================================================== one row, in a child process
@@ -87,6 +87,7 @@ def _dense(n_inputs: int, n_warmup: int, after: int, seed: int) -> dict:
         "inputs": n_inputs,
         "n_warmup": n_warmup,
         "members": len(model.members),
+        "families": sorted({type(m.basis).__name__ for m in model.members}),
         "rss_mb_before_stream": rss_before,
         "peak_mb_before_fit": peak_before_fit,
         "fallback_seconds": fallback,
@@ -182,6 +183,28 @@ def run_child(argv: list[str]) -> dict:
     return row
 
 
+def summary(rows: list[dict]) -> dict:
+    """The issue's targets read off the rows: the dense rows' peak memory and fit time by inputs,
+    and per vocabulary the E-DOEBE's MAE over river's BLR's, its time and its peak."""
+    out = {
+        "dense_peak_mb": {r["inputs"]: round(r["peak_rss_mb"], 1)
+                          for r in rows if r["kind"] == "dense"},
+        "dense_fit_seconds": {r["inputs"]: round(r["fit_seconds"], 1)
+                              for r in rows if r["kind"] == "dense"},
+    }
+    bow = {}
+    for r in rows:
+        if r["kind"] == "bow":
+            bow.setdefault(r["vocabulary"], {})[r["model"]] = r
+    for v, pair in bow.items():
+        if {"edoebe", "river-blr"} <= pair.keys():
+            e, b = pair["edoebe"], pair["river-blr"]
+            out[f"bow_{v}"] = {"mae_ratio_to_river_blr": round(e["mae"] / b["mae"], 3),
+                               "seconds": round(e["seconds"], 1),
+                               "peak_mb": round(e["peak_rss_mb"], 1)}
+    return out
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=list(DEFAULT_SIZES),
@@ -226,7 +249,10 @@ def main(argv=None) -> dict:
         "machine": {"python": platform.python_version(), "cores": os.cpu_count()},
         "command": "python benchmarks/memory.py " + " ".join(argv or sys.argv[1:]),
         "rows": rows,
+        "summary": summary(rows),
     }
+    for key, value in payload["summary"].items():
+        print(f"{key}: {value}", flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(payload, indent=2))
     return payload

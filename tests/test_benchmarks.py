@@ -296,6 +296,10 @@ def test_memory_measures_each_row_in_its_own_process(tmp_path):
         assert r["members"] > 0 and r["fit_seconds"] > 0 and math.isfinite(r["mae_after"])
     for r in bow:
         assert r["samples"] == 60 and math.isfinite(r["mae"]) and r["seconds"] > 0
+    assert payload["summary"]["dense_peak_mb"] == {6: round(dense[0]["peak_rss_mb"], 1),
+                                                   8: round(dense[1]["peak_rss_mb"], 1)}
+    ratio = payload["summary"]["bow_30"]["mae_ratio_to_river_blr"]
+    assert ratio == round(bow[0]["mae"] / bow[1]["mae"], 3)
 
 
 @pytest.mark.slow
