@@ -546,7 +546,9 @@ class Runner:
             per_method = {m.label: {"trials": []} for m in methods}
             for trial in range(trials):
                 for m in methods:
-                    key = (name, warmup, trial, m.key)
+                    # (a run scored with the calibration metrics is not the same run: the
+                    # stacking experiment's BMA row is Exp. 3's E-DOEBE, which has none)
+                    key = (name, warmup, trial, m.key, experiment == "stacking")
                     if key not in self.runs:
                         try:
                             fitted = [mem for fam in m.families
