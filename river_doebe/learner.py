@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import numpy as np
 from river import base
 
 from river_doebe._checks import check_positive, check_random_walk, check_update
-from river_doebe.base import ArrayClassifier, ArrayEstimator, ArrayRegressor
+from river_doebe.base import ArrayClassifier, ArrayEstimator, ArrayRegressor, distributions
 from river_doebe.basis import Basis, Linear
 from river_doebe.engine import Engine, LogisticEngine, Member
 
 __all__ = ["DOBE", "DOBEClassifier"]
 
 
-def check_basis(basis) -> None:
+def check_basis(basis: object) -> None:
     """``None`` or a basis expansion of :mod:`river_doebe.basis`."""
     if basis is not None and not isinstance(basis, Basis):
         raise TypeError(
@@ -32,8 +33,12 @@ class BaseDOBE(ArrayEstimator):
     """
 
     _engine_type: type[Engine] = Engine
+    # the host's parameters
+    basis: Basis | None
+    var_theta: float
+    var_rw: float
 
-    def _member(self, basis) -> Member:
+    def _member(self, basis: Basis) -> Member:
         return Member(basis, float(self.var_theta), float(getattr(self, "var_eps", 0.0)),
                       float(self.var_rw))
 
@@ -151,6 +156,12 @@ class DOBE(BaseDOBE, ArrayRegressor, base.MiniBatchRegressor):
         check_positive("var_eps", var_eps)
         check_random_walk(var_rw, var_theta)
 
+    def _predictive(
+        self, weights: np.ndarray, means: np.ndarray, variances: np.ndarray, mean: float, var: float
+    ) -> Any:
+        # one member: its Gaussian
+        return distributions().gaussian(mean, var)
+
     @classmethod
     def _unit_test_params(cls):
         from river_doebe.basis import RandomFourierFeatures
@@ -159,7 +170,9 @@ class DOBE(BaseDOBE, ArrayRegressor, base.MiniBatchRegressor):
         yield {"basis": RandomFourierFeatures(n_frequencies=10, seed=1), "var_rw": 1e-3}
 
 
-class DOBEClassifier(BaseDOBE, ArrayClassifier, base.MiniBatchClassifier):
+# (river's Classifier declares **kwargs on predict_one and predict_proba_one; the classifiers of
+# the package take none, so that a keyword they do not know is an error)
+class DOBEClassifier(BaseDOBE, ArrayClassifier, base.MiniBatchClassifier):  # type: ignore[misc]
     """Dynamic online basis expansion for binary classification (logistic, Laplace-filtered).
 
     The model is ``p(y = 1 | x, theta) = sigmoid(phi(x)' theta)`` with prior ``theta ~ N(0,

@@ -278,6 +278,32 @@ def test_fallback_scores_every_model_from_the_first_sample(tmp_path):
 
 
 @pytest.mark.slow
+def test_memory_measures_each_row_in_its_own_process(tmp_path):
+    out = tmp_path / "memory.json"
+    payload = _run_main("memory", ["--sizes", "6", "8", "--n-warmup", "40", "--after", "5",
+                                   "--bow", "30", "--bow-samples", "60", "--bow-warmup", "20",
+                                   "--out", str(out)])[1]
+    assert json.loads(out.read_text()) == json.loads(json.dumps(payload))
+    dense = [r for r in payload["rows"] if r["kind"] == "dense"]
+    bow = [r for r in payload["rows"] if r["kind"] == "bow"]
+    assert [r["inputs"] for r in dense] == [6, 8]
+    assert [r["model"] for r in bow] == ["edoebe", "river-blr"]
+    for r in payload["rows"]:
+        # the kernel's peak of that process: at least what the process saw before its fit
+        assert r["peak_rss_mb"] > 10 and len(r["load_before"]) == 3
+        assert r["peak_rss_mb"] >= r.get("peak_mb_before_fit", 0) - 1
+    for r in dense:
+        assert r["members"] > 0 and r["fit_seconds"] > 0 and math.isfinite(r["mae_after"])
+    for r in bow:
+        assert r["samples"] == 60 and math.isfinite(r["mae"]) and r["seconds"] > 0
+    assert payload["summary"]["dense_peak_mb"] == {6: round(dense[0]["peak_rss_mb"], 1),
+                                                   8: round(dense[1]["peak_rss_mb"], 1)}
+    ratio = payload["summary"]["bow_30"]["mae_ratio_to_river_blr"]
+    assert ratio == round(bow[0]["mae"] / bow[1]["mae"], 3)
+
+
+@pytest.mark.slow
+@pytest.mark.ray
 def test_scaleout_writes_every_row_its_rates_ratios_and_the_recovery(tmp_path):
     pytest.importorskip("ray")
     scaleout = _load("scaleout")

@@ -25,6 +25,9 @@ from river_doebe.datasets import KeyedDrift
 
 ray = pytest.importorskip("ray")
 
+#: every test here runs on a Ray cluster: left out of the default run (``-m ray`` runs them)
+pytestmark = pytest.mark.ray
+
 from river_doebe.distributed import KeyedModels, shard_of  # noqa: E402
 from river_doebe.distributed.routing import canonical_key, encode_key  # noqa: E402
 

@@ -108,3 +108,28 @@ def test_the_api_reference_names_only_what_exists():
         )
     )
     assert not unknown, f"the API pages render names the package does not define: {unknown}"
+
+
+README = ROOT / "README.md"
+_LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+
+
+def test_the_readme_fits_a_newcomer_and_links_into_the_site():
+    """The README is what a newcomer reads on one screen or three (the manual is the site):
+    at most 1,500 words, and every relative link it makes leads to a file of the repository."""
+    text = README.read_text(encoding="utf-8")
+    assert len(text.split()) <= 1500
+    targets = [t for t in _LINK.findall(text) if not t.startswith(("http://", "https://"))]
+    assert any(t.startswith("docs/") for t in targets)
+    assert [t for t in targets if not (ROOT / t).exists()] == []
+
+
+def test_the_readme_quick_start_is_what_ci_runs():
+    """The README's test command is the first command of ``.ci/run`` (the quick start stays
+    true)."""
+    readme = README.read_text(encoding="utf-8")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    command = 'pip install ".[test,notebooks]" && python -m pytest'
+    assert command in readme
+    assert command in ci
+    assert "pip install . && river-doebe evaluate" in readme

@@ -5,8 +5,8 @@ The docstrings follow river's conventions (numpydoc sections, ``>>>`` examples, 
 reads the numpydoc sections itself; this extension does the rest, once the package is loaded:
 
 - **Runtime docstrings.** A few docstrings are completed when their module is imported (the
-  E-DOEBEs share one Parameters section, the datasets build theirs from class attributes). Griffe
-  reads the source, so such an object gets the docstring that Python sees.
+  datasets build theirs from class attributes). Griffe reads the source, so such an object gets
+  the docstring that Python sees.
 - **Roles.** ``:class:`X```, ``:func:``, ``:meth:``, ``:attr:``, ``:mod:`` and ``:data:`` become
   links to the API reference. ``X`` is resolved as Python would in the docstring's scope (the
   module's names and imports, the class's members), so ``:class:`Engine``` in the engine's

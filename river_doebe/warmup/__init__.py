@@ -7,7 +7,9 @@
 - :mod:`~river_doebe.warmup.laplace`: the draws around each mode (the Laplace approximation);
 - :mod:`~river_doebe.warmup.fit`: the pipeline for both tasks (standardise, fit, twin, build the
   engine, replay);
-- :mod:`~river_doebe.warmup.fallback`: what the model predicts with until then.
+- :mod:`~river_doebe.warmup.fallback`: what the model predicts with until then;
+- :mod:`~river_doebe.warmup.standardise`: the standardisation between the model's river face and
+  the fallback or the fitted engine behind it.
 
 The fit and its optimiser (scipy) load when a warm-up first needs them.
 """
@@ -19,10 +21,14 @@ from river_doebe.warmup.families import (
     DEFAULT_FAMILIES,
     FAMILIES,
     FAMILY_NAMES,
+    WIDE_FAMILIES,
+    WIDE_INPUTS,
     check_families,
+    default_families,
     family_templates,
     resolve_families,
 )
+from river_doebe.warmup.standardise import Standardizer
 
 __all__ = [
     "DEFAULT_FAMILIES",
@@ -30,14 +36,17 @@ __all__ = [
     "FAMILY_NAMES",
     "Fallback",
     "Standardizer",
+    "WIDE_FAMILIES",
+    "WIDE_INPUTS",
     "check_families",
+    "default_families",
     "family_templates",
     "fit_ensemble",
     "fit_members",
     "resolve_families",
 ]
 
-_LAZY = {"Standardizer": "fit", "fit_ensemble": "fit", "fit_members": "fit"}
+_LAZY = {"fit_ensemble": "fit", "fit_members": "fit"}
 
 
 def __getattr__(name: str):

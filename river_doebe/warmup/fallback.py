@@ -24,11 +24,11 @@ its largest magnitude so far, rescaled exactly when that grows, so that inputs o
 (1e-150 or 1e150) neither overflow nor underflow.
 
 A sample may lack inputs (NaN in its array: the E-DOEBE's schema marks a missing key so). The
-fallback follows the rule of the frozen standardisation at the end of the warm-up
-(:class:`river_doebe.warmup.fit.Standardizer`) with its running statistics: an input present in
-at least ``DENSE_PRESENCE`` of the samples so far and not constant over its present values is
-dense, and a missing value of it is imputed at the mean of its present values; any other
-input's missing value is 0 (an absent sparse feature). New inputs can join
+fallback follows the rule of the standardisation frozen at the end of the warm-up
+(:class:`river_doebe.warmup.standardise.Standardizer`) with its running statistics: an input
+present in at least ``DENSE_PRESENCE`` of the samples so far and not constant over its present
+values is dense, and a missing value of it is imputed at the mean of its present values; any
+other input's missing value is 0 (an absent sparse feature). New inputs can join
 (:meth:`Fallback.grow`): they were absent from the past samples (0 in the statistics, missing in
 the window).
 """
@@ -50,14 +50,32 @@ CONSTANT = 1e-12
 #: an input present in at least this fraction of the samples (and not constant over its present
 #: values) is *dense*: a missing value of it means "at its mean"; any other input is *sparse*:
 #: absent means 0. The rule of the fallback (see the module's docstring) and of the
-#: standardisation the warm-up freezes (:class:`river_doebe.warmup.fit.Standardizer`); the value
-#: comes from the measurements of ``benchmarks/sparse.py`` (README, "Input policy")
+#: standardisation the warm-up freezes (:class:`river_doebe.warmup.standardise.Standardizer`);
+#: the value comes from the measurements of ``benchmarks/sparse.py`` (README, "Input policy")
 DENSE_PRESENCE = 0.99
 
 #: the power-of-two unit of an input (or target) that has only been 0 so far
 _UNSET = np.iinfo(np.int64).min
 
 _LOG_2PI = math.log(2.0 * math.pi)
+
+#: from this many inputs the linear member solves the smaller of its two systems on one BLAS
+#: thread (see Fallback._wide_posterior); below, its numbers are those of the D x D form as ever
+WIDE = 64
+
+_BLAS = None
+
+
+def _one_blas_thread():
+    """A context with BLAS on one thread (a controller built once: ``threadpool_limits`` looks
+    the libraries up again on every call, about a millisecond)."""
+    global _BLAS
+    if _BLAS is None:
+        import scipy.linalg  # noqa: F401 - its BLAS (its own build, in wheels) must be loaded
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS = ThreadpoolController()
+    return _BLAS.limit(limits=1, user_api="blas")
 
 
 class _Moments:
@@ -223,6 +241,15 @@ class Fallback:
         return fb
 
     # ------------------------------------------------------------------ window
+    @property
+    def n_inputs(self) -> int:
+        return self._X.shape[1]
+
+    @property
+    def n_updates(self) -> int:
+        """How many samples the fallback has learnt (the engine's name for it)."""
+        return self.n
+
     def grow(self, n_inputs: int) -> None:
         """Take ``n_inputs`` inputs; the new ones last, absent from every past sample (0 in the
         running statistics, missing in the window)."""
@@ -278,14 +305,61 @@ class Fallback:
             if not sy > CONSTANT * abs(mo.my):
                 sy = 1.0
             ve = min(max(self._sq_err / self._n_err, 1e-3), 1.0) if self._n_err else 1.0
-            A = mo.Cxx * np.outer(inv, inv) / ve
-            A[np.diag_indices_from(A)] += 1.0
-            b = mo.cxy * inv / (sy * ve)
-            self._post = (sy, ve, np.linalg.cholesky(A), np.linalg.solve(A, b))
+            if inv.shape[0] < WIDE:
+                A = mo.Cxx * np.outer(inv, inv) / ve
+                A[np.diag_indices_from(A)] += 1.0
+                b = mo.cxy * inv / (sy * ve)
+                self._post = (sy, ve, np.linalg.cholesky(A), np.linalg.solve(A, b))
+            else:
+                with _one_blas_thread():
+                    self._post = self._wide_posterior(inv, sy, ve)
+        if len(self._post) == 3:
+            return self._wide_predictive(z)
         sy, ve, chol, w = self._post
         u = mo.standardise(z)
         h = np.linalg.solve(chol, u)
         return mo.my + sy * float(u @ w), sy * sy * (float(h @ h) + ve)
+
+    # Wide inputs (D >= WIDE): the posterior of the weights, A = I + U'U / ve with U the n x D
+    # centred, standardised window, costs O(D^3) a sample in the D x D form above (and its LU
+    # solves); while the window holds fewer samples than about half the inputs, the n x n form
+    # (Woodbury: A^-1 = I - U'(ve I + UU')^-1 U) costs O(n^2 D), linear in D. Either way one
+    # Cholesky factor and triangular solves, on one BLAS thread (a factorisation this size on
+    # several threads of a busy machine waits for them: ten times slower).
+
+    def _wide_posterior(self, inv: np.ndarray, sy: float, ve: float) -> tuple:
+        from scipy import linalg  # wide inputs only: the package loads without scipy.linalg
+
+        mo = self._moments
+        n, D = mo.n, inv.shape[0]
+        if self.keep_window and len(self._y) == n and 2 * n < D:
+            U = mo.standardise(self._X[:n])
+            _, ey = mo.units()
+            yc = np.ldexp(np.asarray(self._y, dtype=np.float64), -ey) - mo.my
+            K = U @ U.T
+            K[np.diag_indices_from(K)] += ve
+            L = linalg.cholesky(K, lower=True, check_finite=False)
+            w = U.T @ linalg.cho_solve((L, True), yc, check_finite=False) / sy
+            return sy, ve, ("dual", U, L, w)
+        A = mo.Cxx * np.outer(inv, inv) / ve
+        A[np.diag_indices_from(A)] += 1.0
+        L = linalg.cholesky(A, lower=True, check_finite=False)
+        w = linalg.cho_solve((L, True), mo.cxy * inv / (sy * ve), check_finite=False)
+        return sy, ve, ("primal", None, L, w)
+
+    def _wide_predictive(self, z: np.ndarray) -> tuple[float, float]:
+        from scipy import linalg
+
+        sy, ve, (form, U, L, w) = self._post
+        u = self._moments.standardise(z)
+        with _one_blas_thread():
+            if form == "dual":
+                g = linalg.solve_triangular(L, U @ u, lower=True, check_finite=False)
+                q = max(float(u @ u) - float(g @ g), 0.0)  # u' A^-1 u
+            else:
+                h = linalg.solve_triangular(L, u, lower=True, check_finite=False)
+                q = float(h @ h)
+        return self._moments.my + sy * float(u @ w), sy * sy * (q + ve)
 
     def _members(self, z: np.ndarray):
         """Both members' predictives for ``z``, cached for the ``learn`` that follows: for
@@ -321,20 +395,25 @@ class Fallback:
         return w / w.sum()
 
     # ------------------------------------------------------------------ predictions
-    def mixture(self, z: np.ndarray):
-        """Regression: the predictive mixture ``(weights, means, variances)`` in the target's
-        units."""
+    def _components(self, z: np.ndarray):
+        """Regression: the mixture's ``(weights, means, variances)`` in the target's units."""
         means, variances = self._members(z)
         _, ey = self._moments.units()
         # a variance in the target's units may overflow (a target around 1e200): then inf
         return self._weights(), np.ldexp(means, ey), np.ldexp(variances, 2 * ey)
 
-    def predict(self, z: np.ndarray) -> tuple[float, float]:
-        """Regression: the mixture's mean and variance in the target's units."""
-        w, means, variances = self.mixture(z)
+    def mixture(self, z: np.ndarray):
+        """Regression: the predictive mixture ``(weights, means, variances)`` and its
+        moment-matched ``(mean, var)``, in the target's units (as
+        :meth:`river_doebe.engine.Engine.mixture` gives them)."""
+        w, means, variances = self._components(z)
         mean = float(w @ means)
         with np.errstate(over="ignore"):  # a target around 1e200: its variance is inf
-            return mean, float(w @ (variances + (means - mean) ** 2))
+            return w, means, variances, mean, float(w @ (variances + (means - mean) ** 2))
+
+    def predict(self, z: np.ndarray) -> tuple[float, float]:
+        """Regression: the mixture's mean and variance in the target's units."""
+        return self.mixture(z)[3:]
 
     def predict_proba(self, z: np.ndarray) -> tuple[float, float]:
         """Classification: ``(p(code 0), p(code 1))``."""
@@ -343,7 +422,7 @@ class Fallback:
 
     def log_density(self, z: np.ndarray, y: float) -> float:
         """Regression: the mixture's log density of ``y`` (target units)."""
-        w, means, variances = self.mixture(z)
+        w, means, variances = self._components(z)
         terms = np.log(w) - 0.5 * (_LOG_2PI + np.log(variances) + (y - means) ** 2 / variances)
         top = terms.max()
         return float(top + math.log(np.exp(terms - top).sum()))
