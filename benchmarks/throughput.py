@@ -15,7 +15,7 @@ machine's core and thread counts and its load (``os.getloadavg``) before and aft
 
     python benchmarks/throughput.py [--n 20000] [--repeats 3] [--out FILE] [--no-threshold]
                                     [--no-busy] [--only-busy] [--busy-n 4000]
-                                    [--only-limit] [--limit-n 2048]
+                                    [--only-limit] [--no-limit] [--limit-n 2048]
 
 Rows and targets (ratios within one run):
 
@@ -598,6 +598,8 @@ def main(argv=None):
     parser.add_argument("--only-limit", action="store_true",
                         help="measure the kernel's-limit and first-use compile rows only, into "
                              "--out (its other rows kept when it exists)")
+    parser.add_argument("--no-limit", action="store_true",
+                        help="skip the kernel's-limit and first-use compile rows")
     parser.add_argument("--limit-n", type=int, default=2048,
                         help="samples of the kernel's-limit rows")
     args = parser.parse_args(argv)
@@ -659,8 +661,8 @@ def main(argv=None):
         warmup["ratio_parallel_to_serial"] = (warmup["parallel"]["seconds_best"]
                                               / warmup["serial"]["seconds_best"])
         crossover = [] if args.no_threshold else threshold(data[:6000])
-        limit = limit_rows(args.limit_n, args.repeats)
-        first_use = compile_rows()
+        limit = None if args.no_limit else limit_rows(args.limit_n, args.repeats)
+        first_use = None if args.no_limit else compile_rows()
         load_quiet_end = _load()
         busy = None if args.no_busy else busy_rows(args.busy_n, args.repeats)
 
