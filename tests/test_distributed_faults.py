@@ -483,3 +483,33 @@ def test_pipelined_calls_equal_the_dict_and_stop_at_a_call_cleanly():
         assert [p for call in got for p in call] == expected
         assert not differing(states(keyed), reference_states(plain(), keys, X, y))
         assert [r["shard"] for r in keyed.recoveries if "died" in r["cause"]] == [0]
+
+
+# ---------------------------------------------------------------------------------------------
+# 9. Edges, through the driver: float keys, huge int keys, unseen keys, placement
+# ---------------------------------------------------------------------------------------------
+
+
+def test_key_edges_through_the_driver():
+    keys, X, y = records(n_keys=5, n=200, seed=21)
+    huge = 10**5000  # Python prints at most 4,300 digits: it raised a raw ValueError
+    keys = [huge if k == keys[0] else k for k in keys]
+    expected = reference_states(plain(), keys, X, y)
+    with KeyedModels(plain(), n_shards=2, batch_size=40) as keyed:
+        # 7.0 is refused before 7 is seen, and after
+        with pytest.raises(TypeError, match="float"):
+            keyed.learn_many([7.0], [X[0]], [y[0]])
+        keyed.learn_many([7], [X[0]], [y[0]])
+        with pytest.raises(TypeError, match="float"):
+            keyed.learn_many([7.0], [X[0]], [y[0]])
+        keyed.learn_many(keys, X, y)
+        # five keys and 7 on two shards: three and three, however they hash
+        assert sorted(m["n_keys"] for m in keyed.memory()) == [3, 3]
+        # predictions for keys never seen create nothing and grow no route table
+        placed = len(keyed._placement)
+        unseen = [f"unseen-{i}" for i in range(5_000)]
+        keyed.predict_many(unseen, [X[0]] * len(unseen))
+        assert len(keyed._placement) == placed == 6 and keyed.n_keys == 6
+        got = states(keyed)
+        assert got.pop(7) is not None
+        assert not differing(got, expected)
