@@ -13,8 +13,12 @@ The metrics :class:`river_doebe.metrics.IntervalCoverage` and :class:`river_doeb
 average them over a stream. A prediction is read as the PLL reads it: an object with
 ``weights``, ``means`` and ``variances`` (:class:`~river_doebe.distributions.GaussianMixture`), one
 with ``mu`` and ``sigma`` (``river.proba.Gaussian``), or a Gaussian's ``(mean, variance)`` tuple;
-:func:`in_central_interval` also takes any object with a ``cdf`` method. A number is refused with
-a ``TypeError`` that says how to get the distribution.
+:func:`in_central_interval` also takes any object with a ``cdf`` method. A distribution known by
+its CDF and quantile function (an object, other than a river Gaussian, with vectorised ``cdf``
+and ``quantile`` methods, such as :class:`river_doebe.conf.RecalibratedDistribution`) is read
+through them: its coverage from its CDF (and its ``sf``, if it has one), its CRPS by quadrature
+of the CDF between its quantiles (:func:`crps_from_cdf`). A number is refused with a
+``TypeError`` that says how to get the distribution.
 """
 
 from __future__ import annotations
@@ -24,9 +28,11 @@ import math
 import numbers
 
 import numpy as np
+from river import proba
 from scipy.special import erf, ndtr
 
-__all__ = ["cdf_sf", "crps", "crps_gaussian", "crps_mixture", "in_central_interval"]
+__all__ = ["cdf_sf", "crps", "crps_from_cdf", "crps_gaussian", "crps_mixture",
+           "in_central_interval"]
 
 _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -43,11 +49,20 @@ def refuse_number(who: str, y_pred) -> TypeError:
     )
 
 
+def _by_its_cdf(y_pred) -> bool:
+    """Whether ``y_pred`` is a distribution known by its (vectorised) CDF and quantile function,
+    to be read through them rather than through its ``mu`` and ``sigma``."""
+    return (callable(getattr(y_pred, "quantile", None)) and callable(getattr(y_pred, "cdf", None))
+            and not isinstance(y_pred, proba.Gaussian))
+
+
 def _read(y_pred, who: str):
     """``(mu, sd)`` of a Gaussian, ``(weights, means, sds)`` of a mixture (its positive-weight
-    components), or ``None`` for anything else."""
+    components), or ``None`` for anything else (a distribution known by its CDF among them)."""
     if y_pred is None or isinstance(y_pred, numbers.Real):
         raise refuse_number(who, y_pred)
+    if _by_its_cdf(y_pred):
+        return None
     if isinstance(y_pred, tuple | list) and len(y_pred) == 2:
         mean, var = float(y_pred[0]), float(y_pred[1])
         # as the PLL: a (mean, variance) pair must be a proper Gaussian
@@ -109,9 +124,11 @@ def cdf_sf(y_pred, y: float, who: str = "cdf_sf") -> tuple[float, float]:
         cdf = getattr(y_pred, "cdf", None)
         if cdf is None:
             raise _cannot_read(who, y_pred, " or an object with a `cdf` method")
-        # a distribution known only by its CDF is taken as continuous: P(Y >= y) = 1 - F(y)
+        # a distribution known only by its CDF is taken as continuous: P(Y >= y) = 1 - F(y),
+        # from its own survival function when it has one (exact in the upper tail)
         f = float(cdf(y))
-        return f, 1.0 - f
+        sf = getattr(y_pred, "sf", None)
+        return f, (float(sf(y)) if callable(sf) else 1.0 - f)
     if len(parts) == 2:
         mu, sd = parts
         if sd > 0.0:
@@ -229,9 +246,63 @@ def _pairs(k: int) -> tuple[np.ndarray, np.ndarray]:
     return np.triu_indices(k, 1)
 
 
+#: Gauss-Legendre nodes and weights on [-1, 1], for the pieces of :func:`crps_from_cdf`
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(8)
+
+#: The levels whose quantiles cut a distribution known by its CDF into the pieces of
+#: :func:`crps_from_cdf`: normal scores from -8 to 8 (the outer levels are 6e-16 from 0 and 1),
+#: pieces of at most ~1/16 of the mass each
+_CRPS_LEVELS = ndtr(np.linspace(-8.0, 8.0, 33))
+
+
+def crps_from_cdf(cdf, y: float, breaks) -> float:
+    """The CRPS ``int (F(z) - 1[z >= y])^2 dz`` of a continuous distribution given by its CDF.
+
+    The integral is cut at ``breaks`` and at ``y`` and each piece is integrated by an 8-point
+    Gauss-Legendre rule, exact to rounding for a CDF that is smooth on each piece on the piece's
+    scale (a Gaussian's on pieces of half a standard deviation: 1e-15). The
+    parts outside the outermost break and ``y`` are left out: choose ``breaks`` that hold all
+    but a negligible share of the mass, that include every point where the density is not
+    smooth (the kinks of a piecewise-linear map of a CDF), and that are close enough for the
+    CDF to be smooth on the scale of a piece. :func:`crps` takes a distribution's own
+    ``crps_breaks()`` when it has them, else its quantiles at 33 levels from ``6e-16`` to ``1 -
+    6e-16``.
+
+    Parameters
+    ----------
+    cdf
+        The CDF, vectorised: it takes an array of points and returns an array.
+    y
+        The target.
+    breaks
+        Increasing points, as above.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from scipy.special import ndtr
+    >>> from river_doebe.calibration import crps_from_cdf, crps_gaussian
+
+    >>> breaks = np.linspace(-9.0, 9.0, 37)
+    >>> a = crps_from_cdf(ndtr, 0.3, breaks)
+    >>> bool(abs(a - crps_gaussian(0.0, 1.0, 0.3)) < 1e-13)
+    True
+
+    """
+    b = np.unique(np.append(np.asarray(breaks, dtype=np.float64), float(y)))
+    half = 0.5 * np.diff(b)
+    x = (0.5 * (b[1:] + b[:-1]))[:, None] + half[:, None] * _GL_X
+    G = np.asarray(cdf(x), dtype=np.float64)
+    # each piece lies on one side of y, which is a break
+    step = (0.5 * (b[1:] + b[:-1]) >= y)[:, None]
+    return float(((G - step) ** 2 @ _GL_W) @ half)
+
+
 def crps(y_pred, y: float, who: str = "crps") -> float:
     """The CRPS of the predictive ``y_pred`` at ``y``: :func:`crps_gaussian` for a Gaussian,
-    :func:`crps_mixture` over the components with positive weight for a mixture.
+    :func:`crps_mixture` over the components with positive weight for a mixture, and
+    :func:`crps_from_cdf` for a distribution known by its CDF and quantile function (between its
+    quantiles at a grid of levels, and at its own ``crps_breaks()`` if it has them).
 
     Examples
     --------
@@ -250,6 +321,10 @@ def crps(y_pred, y: float, who: str = "crps") -> float:
     """
     parts = _read(y_pred, who)
     if parts is None:
+        if _by_its_cdf(y_pred):
+            own = getattr(y_pred, "crps_breaks", None)
+            breaks = own() if callable(own) else y_pred.quantile(_CRPS_LEVELS)
+            return crps_from_cdf(y_pred.cdf, float(y), breaks)
         raise _cannot_read(who, y_pred)
     if len(parts) == 2:
         return crps_gaussian(parts[0], parts[1], float(y))

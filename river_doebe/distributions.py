@@ -80,6 +80,8 @@ class PredictiveGaussian(_NotANumber, proba.Gaussian):
     >>> p = gaussian(1.0, 4.0)
     >>> p
     𝒩(μ=1.000, σ=2.000)
+    >>> print(p)
+    𝒩(μ=1.000, σ=2.000)
     >>> isinstance(p, proba.Gaussian)
     True
     >>> 3.0 - p
@@ -111,6 +113,10 @@ class PredictiveGaussian(_NotANumber, proba.Gaussian):
             mu = self._var.mean.get()
             return (x - mu) ** 2 / (-2.0 * variance) - _HALF_LOG_2PI - 0.5 * math.log(variance)
         return -math.inf
+
+    def __str__(self) -> str:
+        # river's Base.__str__ gives the class name; a distribution reads as its repr
+        return repr(self)
 
     @classmethod
     def _adopt(cls, dist: proba.Gaussian) -> PredictiveGaussian:

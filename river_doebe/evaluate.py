@@ -22,6 +22,7 @@ import dataclasses
 import itertools
 import math
 import time
+import warnings
 
 import numpy as np
 from river import base, proba
@@ -378,6 +379,7 @@ def progressive_scores(
     elapsed = time.perf_counter() - start
     if every is not None and t and (not steps or steps[-1] != t):
         record(t)
+    _warn_if_never_warm(model, t)
 
     table = np.array(trace_rows, dtype=float).reshape(len(steps), len(named))
     return ProgressiveResult(
@@ -389,6 +391,38 @@ def progressive_scores(
         variances=np.array(variances, dtype=float) if keep_var else None,
         elapsed=elapsed,
     )
+
+
+def _parts(model):
+    """The model and the models inside it (a pipeline's steps, a wrapper's model), depth first."""
+    yield model
+    steps = getattr(model, "steps", None)
+    if isinstance(steps, dict):
+        for step in steps.values():
+            yield from _parts(step)
+    inner = getattr(model, "_wrapped_model", None)
+    if inner is not None and inner is not model:
+        yield from _parts(inner)
+
+
+def _warn_if_never_warm(model, n_samples: int) -> None:
+    """Say so when an E-DOEBE of ``model`` is still in its warm-up at the end of the stream: it
+    predicted every sample with its fallback, and the ensemble never ran."""
+    from river_doebe.edoebe import BaseEDOEBE
+
+    for part in _parts(model):
+        if isinstance(part, BaseEDOEBE) and part.models is None and not part.is_warm:
+            warm = part._warm
+            if warm is None or not warm.keep_window:
+                continue  # nothing learnt, or a failed warm-up (which warned already)
+            warnings.warn(
+                f"{type(part).__name__}: the stream ended after {n_samples} samples, before the "
+                f"end of the warm-up (n_warmup={part.n_warmup}): every prediction came from the "
+                "warm-up fallback and the ensemble never ran. Give a smaller n_warmup (a fifth "
+                "of the stream is a good start) or call finish_warmup()",
+                RuntimeWarning,
+                stacklevel=3,
+            )
 
 
 def _one_step_ahead(dataset, model, predict, learn, is_clf, use_raw, block_size, every,

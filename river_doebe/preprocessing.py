@@ -10,6 +10,7 @@ of a mixture of Gaussians is again one, see :func:`river_doebe.distributions.aff
 from __future__ import annotations
 
 import math
+from typing import Any, Literal, overload
 
 from river import base, proba, stats
 
@@ -45,10 +46,11 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
     models whose distribution's ``mu`` is their point prediction (this package's models).
 
     While ``s`` is 0 (before two targets are learnt, or while all of them are equal), river's map
-    sends every value to ``m``: the prediction is ``m`` and the distribution is a point mass there,
-    river's degenerate ``proba.Gaussian`` with ``sigma = 0``, whose density is 0 everywhere. A
-    predictive log-likelihood scored from the first sample is then ``-inf``: score it once two
-    distinct targets have been learnt.
+    sends every value to ``m``: the point prediction is ``m``, as river's. The target's scale is
+    not known yet, so the distribution is not mapped by it (that would be a point mass, density 0
+    everywhere, and a predictive log-likelihood of ``-inf``): it is the wrapped model's own
+    predictive, on a unit scale, moved so that its mean is ``m``. Its density is proper from the
+    first sample, and ``log_density_one`` scores it.
 
     Parameters
     ----------
@@ -148,7 +150,7 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
         # the map back from the standardised scale, z -> z * s + m, written as river writes it
         return self.var.get() ** 0.5, self.var.mean.get()
 
-    def learn_one(self, x, y, **kwargs):
+    def learn_one(self, x: dict, y: float, **kwargs: Any) -> None:
         y = check_target(y)
         # as river: y joins the statistics before it is standardised, so the first target is
         # learnt as 0 (its standard deviation is still 0)
@@ -157,7 +159,19 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
         z = (y - m) / s if s else 0.0
         self.regressor.learn_one(x, z, **kwargs)
 
-    def predict_one(self, x, with_dist: bool = False, **kwargs):
+    @overload
+    def predict_one(self, x: dict, with_dist: Literal[False] = ..., **kwargs: Any) -> float: ...
+
+    @overload
+    def predict_one(self, x: dict, with_dist: Literal[True], **kwargs: Any
+                    ) -> proba.base.ContinuousDistribution: ...
+
+    @overload
+    def predict_one(self, x: dict, with_dist: bool, **kwargs: Any
+                    ) -> float | proba.base.ContinuousDistribution: ...
+
+    def predict_one(self, x: dict, with_dist: bool = False, **kwargs: Any
+                    ) -> float | proba.base.ContinuousDistribution:
         """The prediction for ``x`` in the target's units: the wrapped model's prediction mapped
         back, or with ``with_dist=True`` its predictive distribution mapped back (a
         ``river.proba.Gaussian`` or a ``GaussianMixture``)."""
@@ -167,13 +181,21 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
         dist = self._standardised_dist(x, **kwargs)
         if s > 0.0:
             return affine(dist, s, m)
-        # every value is sent to m: a point mass, whose mean is computed as the point
-        # prediction's is, so that the two stay equal
-        return gaussian(dist.mu * s + m, 0.0)
+        # no scale yet: the wrapped model's spread on a unit scale, its mean moved to the point
+        # prediction (computed as the point prediction's is, so that the two stay equal)
+        centre = dist.mu * s + m
+        if isinstance(dist, GaussianMixture):
+            mu, var = dist._mv()
+            return GaussianMixture._from_moments(
+                dist.weights, dist.means - mu + centre, dist.variances, centre, var
+            )
+        return gaussian(centre, dist.sigma * dist.sigma)
 
-    def _standardised_dist(self, x, **kwargs):
+    def _standardised_dist(self, x: dict, **kwargs: Any) -> proba.Gaussian | GaussianMixture:
+        dist: Any
         try:
-            dist = self.regressor.predict_one(x, with_dist=True, **kwargs)
+            # (a river regressor need not take with_dist: the answer is checked below)
+            dist = self.regressor.predict_one(x, with_dist=True, **kwargs)  # type: ignore[call-arg]
         except TypeError as err:
             if "with_dist" not in str(err):
                 raise
@@ -188,19 +210,20 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
             )
         return dist
 
-    def log_density_one(self, x, y) -> float:
+    def log_density_one(self, x: dict, y: float) -> float:
         """Log density of ``y`` under the predictive distribution for ``x``, before learning it.
 
         It is the wrapped model's log density of the standardised target minus the log of the
         scale, ``log p(z) - log(s)`` with ``z = (y - m) / s`` (the change of variables): the
         wrapped model's own ``log_density_one`` when it has one (this package's models), else
         the log density of its ``predict_one(x, with_dist=True)`` (a pipeline ending in one).
-        While the scale is 0 the predictive is a point mass and this is ``-inf``.
+        While the scale is 0 it is the log density of the distribution that ``predict_one(x,
+        with_dist=True)`` returns then (the wrapped model's predictive on a unit scale).
         """
         y = check_target(y)
         s, m = self._scale_shift()
         if not s > 0.0:
-            return -math.inf
+            return float(_log_density(self.predict_one(x, with_dist=True), y))
         z = (y - m) / s
         own = getattr(self.regressor, "log_density_one", None)
         if own is not None:

@@ -15,8 +15,10 @@ import sys
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from river_doebe.cli.entry import recalibrated_spec
 from river_doebe.cli.registry import MODELS, PEERS
 from river_doebe.warmup import FAMILIES
 
@@ -54,10 +56,11 @@ def test_peers_builds_the_command_line_s_models_under_the_names_of_its_reports()
     assert list(built) == [
         "BayesianLinearRegression", "BayesianLinearRegression(smoothing=0.999)",
         "LinearRegression", "KNNRegressor", "HoeffdingAdaptiveTreeRegressor", "ARFRegressor",
-        "EDOEBE", "EDOEBE(weighting='stacking', delta=0)",
+        "EDOEBE", "EDOEBE(weighting='stacking', delta=0)", "Recalibrated(EDOEBE)",
     ]
     specs = [PEERS[key] for key in peers.PEER_KEYS] + [MODELS["edoebe"],
-                                                        MODELS["edoebe-stacking"]]
+                                                        MODELS["edoebe-stacking"],
+                                                        recalibrated_spec(MODELS["edoebe"])]
     for (make, has_dist), spec in zip(built.values(), specs, strict=True):
         model = make()
         assert has_dist == spec.has_dist
@@ -68,6 +71,9 @@ def test_peers_builds_the_command_line_s_models_under_the_names_of_its_reports()
     )
     stacking = built["EDOEBE(weighting='stacking', delta=0)"][0]()
     assert (stacking.weighting, stacking.delta, stacking.n_warmup) == ("stacking", 0.0, 300)
+    # the model `river-doebe evaluate --recalibrate` runs beside the E-DOEBE
+    recalibrated = built["Recalibrated(EDOEBE)"][0]()
+    assert repr(recalibrated.regressor) == repr(edoebe)
 
 
 def test_reproduce_s_families_are_the_registry_s_with_options():
@@ -199,7 +205,7 @@ def test_throughput_writes_every_model_with_its_rate_and_ratio(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         payload = throughput.main(["--n", str(n), "--repeats", str(repeats), "--out", str(out),
-                                   "--no-threshold"])
+                                   "--no-threshold", "--no-busy"])
     assert json.loads(out.read_text()) == json.loads(json.dumps(payload))
     results = payload["results"]
     drop_in = [throughput.drop_in_name(model, n, path) for model in throughput.DROP_INS
@@ -236,6 +242,15 @@ def test_throughput_writes_every_model_with_its_rate_and_ratio(tmp_path):
     machine = payload["machine"]
     assert machine["cores"] >= 1 and machine["numba_threads"] >= 1
     assert payload["ratios"] and all(v > 0 for v in payload["ratios"].values())
+
+
+def test_the_busy_processes_end_with_the_block_whatever_ends_it():
+    throughput = _load("throughput")
+    with pytest.raises(KeyboardInterrupt):
+        with throughput.busy_machine(2, deadline=60) as hogs:
+            assert all(h.poll() is None for h in hogs)
+            raise KeyboardInterrupt
+    assert all(h.poll() is not None for h in hogs)
 
 
 @pytest.mark.slow
@@ -343,16 +358,55 @@ def test_splines_times_both_ensembles(tmp_path):
 
 @pytest.mark.slow
 def test_calibration_scores_every_model_on_each_stream(tmp_path):
-    calibration, doc = _run_main("calibration", ["--quick", "--streams", "friedman1", "nope",
-                                                 "--max-samples", "600", "--out", str(tmp_path)])
+    calibration, doc = _run_main("calibration", [
+        "--quick", "--streams", "trump_approval", "nope", "--max-samples", "600",
+        "--anchors", "lr", "hat", "--skip", "shift", "overhead", "--out", str(tmp_path)])
     assert json.loads((tmp_path / "calibration.json").read_text()) == json.loads(
         json.dumps(doc))
     assert doc["skipped"] == {"nope": "unknown stream"}
-    rows = doc["results"]["friedman1"]
-    assert list(rows) == list(calibration.models(doc["config"]))
+    rows = doc["results"]["trump_approval"]
+    assert list(rows) == ["EDOEBE", "Recalibrated(EDOEBE)", "RegressionJackknife(best river)"]
+    jackknife = rows["RegressionJackknife(best river)"]
+    assert jackknife["anchor"] in ("LinearRegression", "HoeffdingAdaptiveTreeRegressor")
+    assert jackknife["nmse"] == min(jackknife["anchors_tried"].values())
     for name, row in rows.items():
-        assert row["n_scored"] == 300, name  # 600 - the quick warm-up of 300
+        assert row["n_scored"] == 480, name  # 600 - a warm-up of a fifth
         assert 0.0 <= row["coverage_50"] <= row["coverage_90"] <= 1.0
-        assert row["crps"] > 0 and math.isfinite(row["pll"]) and math.isfinite(row["nmse"])
+        assert row["width_90"] > 0 and math.isfinite(row["nmse"])
+        if name != "RegressionJackknife(best river)":
+            assert row["crps"] > 0 and math.isfinite(row["pll"])
+    # the recalibrated model's point prediction is the E-DOEBE's
+    assert rows["Recalibrated(EDOEBE)"]["nmse"] == pytest.approx(rows["EDOEBE"]["nmse"])
     table = (tmp_path / "calibration.md").read_text()
-    assert all(f"| friedman1 | {name} |" in table for name in rows)
+    assert all(f"| trump_approval | {name} |" in table for name in rows)
+
+
+def test_sparse_streams_are_what_their_rows_claim_and_the_report_reads_its_json(tmp_path):
+    sparse = _load("sparse")
+    dropout = sparse.dropout_stream(n=400, n_warmup=100, seed=1)
+    assert not any(dropped for _, _, dropped in dropout[:100])
+    assert all(("temp" in x) != dropped for x, _, dropped in dropout)
+    shops = sparse.shops_stream(n=800, seed=1)
+    first = {x["shop"] for x, _ in shops[:700]}
+    assert len(first) == 5 and {x["shop"] for x, _ in shops} - first
+    texts = [x["text"] for x, _ in sparse.bow_stream(n=200, seed=1)]
+    assert texts[0] == "" and all(isinstance(t, str) for t in texts)
+    for kind in ("sensor", "tight sensor", "weight"):
+        rows = sparse.sweep_stream(kind, 0.9, seed=1, n=2000, n_warmup=1000)
+        window = np.mean([absent for _, _, absent in rows[:1000]])
+        assert window == pytest.approx(0.1, abs=0.03)
+        assert all(("a" in x) != absent for x, _, absent in rows)
+    results = {
+        "runs": [{"args": "--trials 1", "load": 1.0}],
+        "dropout": {"trials": [{"EDOEBE": {"mae_dropped": 0.5, "cover90_dropped": 0.4},
+                                "StandardScaler | BLR": {"mae_dropped": 0.4,
+                                                         "cover90_dropped": 0.9}}]},
+        "sweep": [{"kind": "weight", "presence": 0.9, "seed": 0, "dense_mae": 0.3,
+                   "dense_mae_absent": 1.0, "sparse_mae": 0.2, "sparse_mae_absent": None}],
+    }
+    results["dropout"]["summary"] = sparse._summary(results["dropout"]["trials"], "mae_dropped")
+    (tmp_path / "sparse.json").write_text(json.dumps(results))
+    assert sparse.main(["--report", "--out", str(tmp_path)]) is None
+    report = (tmp_path / "sparse.md").read_text()
+    assert "| StandardScaler \\| BLR | 0.400 |" in report and "Ratio of the means" in report
+    assert "| weight | 0.9 | 0.300 | 0.200 | 1.000 | - |" in report

@@ -171,6 +171,14 @@ def test_list_shows_streams_models_and_peers(capsys):
     for word in ("drift", "static_then_drift", "elevators", "edoebe", "doe-rff", "knn", "arf",
                  "--csv FILE --target COLUMN"):
         assert word in out
+    # every model's and peer's description starts in one column (edoebe-stacking pushed its
+    # own one character to the right)
+    lines = out.split("Models (--model):")[1].splitlines()
+    rows = [line for line in lines if line.startswith("  ")]
+    keys = [*registry.MODELS, *registry.PEERS]
+    assert len(rows) == len(keys)
+    starts = {len(line) - len(line[2:].split(" ", 1)[1].lstrip()) for line in rows}
+    assert starts == {2 + max(map(len, keys)) + 1}
 
 
 @pytest.mark.slow
@@ -250,6 +258,14 @@ def test_plot_without_matplotlib_fails_before_running(monkeypatch, tmp_path, cap
     assert status == 2
     assert "matplotlib" in capsys.readouterr().err
     assert not (tmp_path / "x.png").exists()
+
+
+def test_a_plot_format_matplotlib_cannot_write_fails_before_running(tmp_path, capsys):
+    status = cli.main(["evaluate", *SMALL, "--plot", str(tmp_path / "out.txt")])
+    assert status == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith("error: --plot") and "cannot write .txt files" in captured.err
+    assert ".png" in captured.err and captured.out == ""  # no model ran
 
 
 @pytest.mark.parametrize(
@@ -404,13 +420,44 @@ def test_csv_first_rows_and_comma_separated_drop(drift_csv, capsys):
     assert "(300 samples, 3 features)" in header and "n_warmup=100," in header
 
 
+def test_an_empty_feature_cell_is_a_missing_value(tmp_path, capsys):
+    rng = np.random.default_rng(3)
+    rows, blanks = [], (40, 150)
+    for i in range(1, 301):
+        a, b = rng.normal(size=2)
+        rows.append([f"{a:.5f}", "" if i in blanks else f"{b:.5f}", f"{a + 2 * b:.5f}"])
+    path = _write_csv(tmp_path / "gaps.csv", rows, ["a", "b", "y"])
+    _, stream, n, _ = streams.load_csv(path, "y")
+    assert n == 300 and stream.empty_cells == (2, "b", 40)
+    xs = [x for x, _ in stream]
+    assert [i + 1 for i, x in enumerate(xs) if "b" not in x] == list(blanks)
+    assert xs[0] == {"a": float(rows[0][0]), "b": float(rows[0][1])}
+    status = cli.main(["evaluate", "--csv", str(path), "--target", "y", "--n-warmup", "100",
+                       "--n-samples", "1", "--starts", "1", "--no-progress", "--peers", "blr",
+                       "--verbose"])
+    assert status == 0
+    out = capsys.readouterr().out
+    assert ("note: 2 empty cells in the feature columns (the first: column 'b', row 40) are read "
+            "as a missing value") in out
+
+
+def test_a_csv_stream_cut_short_closes_its_file(drift_csv, capsys):
+    """river's iter_csv closes a file it opened only when its rows run out: a stream cut at
+    --n left it open, and --verbose listed a ResourceWarning under every model."""
+    status = cli.main(["evaluate", "--csv", str(drift_csv), "--target", "target", "--drop",
+                       "site", "--n", "300", "--n-warmup", "100", "--model", "oe-linear",
+                       "--no-progress", "--peers", "blr", "hat", "--verbose"])
+    assert status == 0
+    assert "ResourceWarning" not in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     "rows, header, extra, message",
     [
         ([["1", "abc", "2"]], ["a", "b", "y"], [],
          "column 'b' of 'bad.csv' is not numeric ('abc' in row 1); leave it out with --drop b"),
-        ([["1", "2", "3"], ["1", "", "3"]], ["a", "b", "y"], [],
-         "column 'b' of 'bad.csv' is not numeric ('' in row 2)"),
+        ([["1", "2", "3"], ["1", "2", " "]], ["a", "b", "y"], [],
+         "the target column 'y' of 'bad.csv' is empty in row 2; every row needs a target"),
         ([["1", "2", "high"]], ["a", "b", "y"], [],
          "the target column 'y' of 'bad.csv' is not numeric ('high' in row 1)"),
         ([["1", "nan", "3"]], ["a", "b", "y"], [],
@@ -429,7 +476,7 @@ def test_csv_first_rows_and_comma_separated_drop(drift_csv, capsys):
         ([["1", "2", "3"], ["4", "5", "3"]], ["a", "b", "y"], [],
          "the target column 'y' of 'bad.csv' is constant"),
     ],
-    ids=["text-feature", "empty-value", "text-target", "nan", "no-target", "unknown-drop",
+    ids=["text-feature", "empty-target", "text-target", "nan", "no-target", "unknown-drop",
          "drop-target", "no-features", "short-row", "no-rows", "constant-target"],
 )
 def test_bad_csv_files_are_one_line_errors(tmp_path, capsys, rows, header, extra, message):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -424,3 +425,20 @@ def test_block_size_is_validated(drift):
     with pytest.raises(ValueError, match="block_size"):
         progressive_scores(drift, linear_model.BayesianLinearRegression(), metrics.NMSE(),
                            block_size=0)
+
+
+def test_a_stream_shorter_than_the_warm_up_says_the_ensemble_never_ran():
+    from river import preprocessing
+
+    from river_doebe import EDOEBE
+    from river_doebe.datasets import Drift
+
+    for model in (EDOEBE(n_warmup=300), preprocessing.StandardScaler() | EDOEBE(n_warmup=300)):
+        with pytest.warns(RuntimeWarning, match=r"ended after 120 samples.*n_warmup=300"):
+            progressive_scores(Drift(n_samples=120, seed=1), model, metrics.NMSE())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = EDOEBE(n_warmup=50, n_samples=1, starts=(1.0,))
+        progressive_scores(Drift(n_samples=120, seed=1), model, metrics.NMSE())
+    assert model.is_warm
+    assert not [w for w in caught if "ended after" in str(w.message)]

@@ -284,3 +284,55 @@ def test_the_warm_up_does_not_depend_on_the_threads(task):
         runs.append((model.describe(), outs, list(model.weights)))
     for other in runs[1:]:
         assert other == runs[0]
+
+
+@pytest.mark.parametrize("first", [0.5, 0.7, 0.999, -0.6])
+def test_the_fallback_statistics_are_exact_when_a_first_value_lies_in_half_to_one(first):
+    """An input whose first non-zero value has magnitude in [0.5, 1) (exponent 0) used to keep an
+    unset unit, so the next value set it without rescaling the statistics already gathered:
+    on ``y = 3a - u`` the third prediction was -101 (sigma 300) for a target of 5.7."""
+    from river_doebe.warmup.fallback import _Moments
+
+    rows = np.array([[first, 0.6], [0.01, -2.5], [2.0, 0.3], [-1.2, 1.1], [300.0, 0.0]])
+    moments = _Moments(2)
+    for k, z in enumerate(rows, start=1):
+        moments.add(z, 0.0)
+        ex, _ = moments.units()
+        np.testing.assert_allclose(np.ldexp(moments.mx, ex), rows[:k].mean(axis=0), rtol=1e-12)
+        cov = np.ldexp(np.ldexp(moments.Cxx, ex[:, None]), ex[None, :]) / k
+        np.testing.assert_allclose(cov, np.cov(rows[:k].T, bias=True), rtol=1e-10, atol=1e-14)
+    model = EDOEBE(seed=0)
+    errors = []
+    for a, u in rows[:4].tolist():
+        x, y = {"a": a, "u": u}, 3 * a - u
+        errors.append(abs(model.predict_one(x) - y))
+        model.learn_one(x, y)
+    assert max(errors) < 8.0  # (the unset unit gave an error of 103 on the third target)
+
+
+@pytest.mark.parametrize("n_learnt", [60, 200], ids=["warming-up", "warm"])
+def test_a_model_pickled_before_the_standardisation_adaptor_loads_and_streams_on(n_learnt):
+    """Its state as the releases before the adaptor pickled it: the engine or the fallback
+    beside a frozen standardisation ``_std`` and a sample count ``_n_seen``, no ``_fill``."""
+    from river_doebe.warmup.standardise import Standardizer
+
+    data = list(Friedman1(n_samples=260, n_features=5, seed=4))
+    model = _small()
+    for x, y in data[:n_learnt]:
+        model.learn_one(x, y)
+    state = pickle.loads(pickle.dumps(model)).__dict__
+    adaptor = state.pop("_adaptor")
+    del state["_fill"]
+    state["_std"] = adaptor.scaler if isinstance(adaptor.scaler, Standardizer) else None
+    state["_n_seen"] = model.n_samples_seen
+    old = EDOEBE.__new__(EDOEBE)
+    old.__setstate__(state)
+    assert old.n_samples_seen == n_learnt and old.is_warm == model.is_warm
+    for x, y in data[n_learnt:]:
+        a, b = old.predict_one(x, with_dist=True), model.predict_one(x, with_dist=True)
+        assert (a.mu, a.sigma) == (b.mu, b.sigma)
+        old.learn_one(x, y)
+        model.learn_one(x, y)
+    assert old.n_samples_seen == model.n_samples_seen == len(data)
+    np.testing.assert_array_equal(old.weights, model.weights)
+    assert old.log_evidence_ == model.log_evidence_

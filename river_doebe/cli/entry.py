@@ -11,7 +11,7 @@ from pathlib import Path
 from river_doebe.cli import keyed
 from river_doebe.cli.base import PROG, CLIError
 from river_doebe.cli.registry import DEFAULT, DEFAULT_PEERS, FAST, MODELS, PEERS, ModelSpec
-from river_doebe.cli.report import format_table, import_pyplot, write_json, write_plot
+from river_doebe.cli.report import check_plot_path, format_table, write_json, write_plot
 from river_doebe.cli.run import run_model
 from river_doebe.cli.streams import (
     MIN_FITTED_WARMUP,
@@ -23,7 +23,7 @@ from river_doebe.cli.streams import (
 )
 
 __all__ = ["build_parser", "cmd_evaluate", "cmd_list", "fit_warmup", "main", "peer_keys",
-           "warmup_settings"]
+           "recalibrated_spec", "warmup_settings"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -108,6 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="river peers (space or comma separated): " + ", ".join(PEERS)
                        + f" (default: {' '.join(DEFAULT_PEERS)})")
     group.add_argument("--no-peers", action="store_true", help="evaluate the model alone")
+    ev.add_argument("--recalibrate", action="store_true",
+                    help="also run the model wrapped in river_doebe.conf.Recalibrated (online "
+                    "recalibration of its predictive distribution, 90%% intervals with a "
+                    "long-run coverage guarantee): the table gains its row")
     ev.add_argument("--every", type=_positive_int, default=None, metavar="K",
                     help="record the traces every K samples (default: about 200 points)")
     ev.add_argument("--json", type=Path, default=None, metavar="FILE",
@@ -186,13 +190,15 @@ def cmd_list(args, out=None) -> int:
     print(f"  data folder: {where}", file=out)
     print("  or a CSV file of your own: --csv FILE --target COLUMN [--drop COLUMN ...]",
           file=out)
+    # one column for every key, as wide as the longest (edoebe-stacking is 15 characters)
+    width = max(len(key) for key in (*MODELS, *PEERS))
     print("\nModels (--model):", file=out)
     for key, spec in MODELS.items():
-        print(f"  {key:<12} {spec.help}", file=out)
+        print(f"  {key:<{width}} {spec.help}", file=out)
     print("\nPeers (--peers):", file=out)
     for key, spec in PEERS.items():
         default = "  [default]" if key in DEFAULT_PEERS else ""
-        print(f"  {key:<12} {spec.help}{default}", file=out)
+        print(f"  {key:<{width}} {spec.help}{default}", file=out)
     return 0
 
 
@@ -214,6 +220,20 @@ def _load(args):
     if args.target is None:
         raise CLIError("--csv needs --target COLUMN, the column to predict")
     return load_csv(args.csv, args.target, _split_names(args.drop), args.n)
+
+
+def recalibrated_spec(spec: ModelSpec) -> ModelSpec:
+    """The model of ``spec`` wrapped in :class:`river_doebe.conf.Recalibrated` (its defaults),
+    for ``--recalibrate``."""
+
+    def make(settings):
+        from river_doebe.conf import Recalibrated
+
+        return Recalibrated(spec.factory(settings))
+
+    return ModelSpec(f"{spec.label} recalibrated",
+                     f"{spec.help}, recalibrated online (river_doebe.conf.Recalibrated)", make,
+                     has_dist=True, warms_up=spec.warms_up)
 
 
 def fit_warmup(args, settings: dict, spec: ModelSpec, stream: str, n: int) -> str:
@@ -254,10 +274,12 @@ def cmd_evaluate(args, parser) -> int:
     settings = warmup_settings(args, parser)
     keyed.check_options(args)
     if args.keys is not None:  # many keyed streams on Ray (river_doebe/cli/keyed.py)
+        if args.recalibrate:
+            raise CLIError("--recalibrate is not available with --keys")
         return keyed.cmd_keyed(args, parser, settings, MODELS[args.model])
     peers = peer_keys(args)
     if args.plot is not None:
-        import_pyplot()  # fail before the long run, not after it
+        check_plot_path(args.plot)  # fail before the long run, not after it
     stream, dataset, n, var_y = _load(args)
     spec = MODELS[args.model]
     warmup_note = fit_warmup(args, settings, spec, stream, n)
@@ -271,6 +293,8 @@ def cmd_evaluate(args, parser) -> int:
     progress = not args.no_progress
 
     entries = [(args.model, spec, True)] + [(k, PEERS[k], False) for k in peers]
+    if args.recalibrate:
+        entries.insert(1, (f"{args.model}-recalibrated", recalibrated_spec(spec), False))
     n_features = getattr(dataset, "n_features", None)
     print(
         f"{PROG} evaluate: stream {stream!r} ({n} samples, {n_features} features); "
@@ -280,6 +304,15 @@ def cmd_evaluate(args, parser) -> int:
         + warmup_note,
         flush=True,
     )
+    empty = getattr(dataset, "empty_cells", None)
+    if empty:
+        count, column, row = empty
+        print(
+            f"note: {count} empty cell{'s' if count > 1 else ''} in the feature columns (the "
+            f"first: column {column!r}, row {row}) {'are' if count > 1 else 'is'} read as a "
+            "missing value: the key is left out of that row's dict",
+            flush=True,
+        )
     runs = []
     width = max(len(s.label) for _, s, _ in entries)
     for key, s, is_main in entries:

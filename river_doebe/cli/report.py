@@ -13,7 +13,7 @@ from river_doebe.cli.base import PROG, CLIError
 from river_doebe.cli.run import Run
 from river_doebe.utils import json_safe
 
-__all__ = ["format_table", "import_pyplot", "write_json", "write_plot"]
+__all__ = ["check_plot_path", "format_table", "import_pyplot", "write_json", "write_plot"]
 
 
 def _fmt(v, spec=".4f") -> str:
@@ -90,6 +90,22 @@ def import_pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def check_plot_path(path: Path) -> None:
+    """Refuse a ``--plot`` file that matplotlib cannot write (before any model runs): its
+    suffix names the format (none: PNG)."""
+    plt = import_pyplot()
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if not suffix:
+        return
+    formats = plt.figure().canvas.get_supported_filetypes()
+    plt.close("all")
+    if suffix not in formats:
+        raise CLIError(
+            f"--plot {str(path)!r}: matplotlib cannot write .{suffix} files; use one of "
+            f"{', '.join('.' + f for f in sorted(formats))}"
+        )
 
 
 def write_plot(path: Path, stream: str, runs: list[Run]) -> None:

@@ -4,6 +4,7 @@ for (`fitted_warmup`)."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import math
 from pathlib import Path
@@ -64,27 +65,52 @@ def is_generated(key: str) -> bool:
     return key in datasets.GENERATED_NAMES
 
 
+@contextlib.contextmanager
+def _csv_rows(path: Path, **kwargs):
+    """river's ``stream.iter_csv`` over ``path``, on a file opened (and closed, however the
+    iteration ends) here: river closes a file it opened only when its rows run out, so a
+    stream cut at ``--n`` left it to the garbage collector and a ``ResourceWarning`` under
+    every model."""
+    from river import stream
+    from river.stream import utils
+
+    buffer = utils.open_filepath(str(path), "infer")
+    try:
+        yield stream.iter_csv(buffer, **kwargs)
+    finally:
+        buffer.close()
+
+
 class CSVStream:
     """The rows of a CSV file as ``(x, y)`` pairs of floats, read by river's ``stream.iter_csv``
     each time it is iterated (once per model). Built by `load_csv`, which checks the file
-    first."""
+    first. An empty feature cell is a missing value: its key is left out of the row's dict
+    (``empty_cells``: ``(count, column, row)`` of them in the rows checked, or ``None``)."""
 
-    def __init__(self, path: Path, target: str, features: list[str], dropped: list[str]):
+    def __init__(self, path: Path, target: str, features: list[str], dropped: list[str],
+                 empty_cells: tuple | None = None):
         self.path = path
         self.target = target
         self.features = features
         self.dropped = dropped
         self.n_features = len(features)
+        self.empty_cells = empty_cells
 
     def __iter__(self):
-        from river import stream
+        features, target = self.features, self.target
+        with _csv_rows(self.path, target=target, drop=self.dropped or None) as rows:
+            for x, y in rows:
+                yield {k: float(x[k]) for k in features if x[k] and x[k].strip()}, float(y)
 
-        converters = {name: float for name in (*self.features, self.target)}
-        return stream.iter_csv(str(self.path), target=self.target, converters=converters,
-                               drop=self.dropped or None)
 
-
-def _csv_number(value, column: str, row: int, name: str, is_target: bool) -> float:
+def _csv_number(value, column: str, row: int, name: str, is_target: bool) -> float | None:
+    if value is None or not value.strip():
+        if is_target:
+            raise CLIError(
+                f"the target column {column!r} of {name} is empty in row {row}; every row "
+                "needs a target"
+            )
+        return None  # an empty feature cell: a missing value
     try:
         number = float(value)
     except (TypeError, ValueError):
@@ -113,45 +139,15 @@ def load_csv(path, target: str, drop=(), n: int | None = None):
     rows without ``n``), or a `CLIError` names the column, the row and the value. Returns the
     stream's name (the file name), a `CSVStream`, its length and the variance of its targets.
     """
-    from river import stream
-
     path = Path(path)
     name = repr(path.name)
     if not path.is_file():
         raise CLIError(f"no such file: {str(path)!r} (--csv)")
     drop = list(dict.fromkeys(drop))
-    columns: list[str] | None = None
-    features: list[str] = []
     ys: list[float] = []
     try:
-        for row, (x, _) in enumerate(stream.iter_csv(str(path)), start=1):
-            if columns is None:
-                columns = list(x)
-                listing = ", ".join(columns)
-                if target not in x:
-                    raise CLIError(
-                        f"--target {target!r} is not a column of {name}; its columns: {listing}"
-                    )
-                unknown = [c for c in drop if c not in x]
-                if unknown:
-                    raise CLIError(
-                        f"--drop {', '.join(map(repr, unknown))}: not a column of {name}; its "
-                        f"columns: {listing}"
-                    )
-                if target in drop:
-                    raise CLIError(f"--drop lists the target column {target!r}")
-                features = [c for c in columns if c != target and c not in drop]
-                if not features:
-                    raise CLIError(f"{name} has no feature column left besides the target")
-            if len(x) != len(columns):
-                raise CLIError(
-                    f"row {row} of {name} has {len(x)} fields, its header {len(columns)}"
-                )
-            for column in features:
-                _csv_number(x[column], column, row, name, is_target=False)
-            ys.append(_csv_number(x[target], target, row, name, is_target=True))
-            if n is not None and len(ys) >= n:
-                break
+        with _csv_rows(path) as rows:
+            features, empty = _check_rows(rows, name, target, drop, n, ys)
     except (OSError, UnicodeDecodeError, csv.Error) as err:
         raise CLIError(f"cannot read {name}: {err}") from None
     if not ys:
@@ -159,7 +155,45 @@ def load_csv(path, target: str, drop=(), n: int | None = None):
     var_y = float(np.var(ys))
     if not var_y > 0:
         raise CLIError(f"the target column {target!r} of {name} is constant; nMSE is undefined")
-    return path.name, CSVStream(path, target, features, drop), len(ys), var_y
+    return path.name, CSVStream(path, target, features, drop, empty), len(ys), var_y
+
+
+def _check_rows(rows, name: str, target: str, drop: list, n: int | None, ys: list):
+    """Check the rows of `load_csv`, their targets appended to ``ys``. Returns the feature
+    columns and ``(count, column, row)`` of the empty feature cells (the first one's column and
+    row), or ``None`` if there are none."""
+    columns: list[str] | None = None
+    features: list[str] = []
+    n_empty, first_empty = 0, None
+    for row, (x, _) in enumerate(rows, start=1):
+        if columns is None:
+            columns = list(x)
+            listing = ", ".join(columns)
+            if target not in x:
+                raise CLIError(
+                    f"--target {target!r} is not a column of {name}; its columns: {listing}"
+                )
+            unknown = [c for c in drop if c not in x]
+            if unknown:
+                raise CLIError(
+                    f"--drop {', '.join(map(repr, unknown))}: not a column of {name}; its "
+                    f"columns: {listing}"
+                )
+            if target in drop:
+                raise CLIError(f"--drop lists the target column {target!r}")
+            features = [c for c in columns if c != target and c not in drop]
+            if not features:
+                raise CLIError(f"{name} has no feature column left besides the target")
+        if len(x) != len(columns):
+            raise CLIError(f"row {row} of {name} has {len(x)} fields, its header {len(columns)}")
+        for column in features:
+            if _csv_number(x[column], column, row, name, is_target=False) is None:
+                n_empty += 1
+                first_empty = first_empty or (column, row)
+        ys.append(_csv_number(x[target], target, row, name, is_target=True))
+        if n is not None and len(ys) >= n:
+            break
+    return features, ((n_empty, *first_empty) if n_empty else None)
 
 
 def fitted_warmup(default: int, n: int) -> int:

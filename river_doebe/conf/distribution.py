@@ -1,0 +1,349 @@
+"""The recalibrated predictive distribution: a piecewise-linear map of a Gaussian's or a Gaussian
+mixture's CDF, exact (CDF, survival function, log density, quantiles) and proper."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+from river import proba
+from river.conf import Interval
+from scipy.special import logsumexp, ndtr, ndtri
+
+from river_doebe import calibration
+from river_doebe.distributions import _NotANumber
+
+__all__ = ["RecalibratedDistribution"]
+
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+
+#: Gauss-Legendre nodes and weights on [-1, 1] for the pieces of the moments' quadratures
+_GL_X, _GL_W = np.polynomial.legendre.leggauss(8)
+
+
+# ---------------------------------------------------------------------------------------------
+# The wrapped predictive, read as components, evaluated on arrays
+# ---------------------------------------------------------------------------------------------
+
+
+class _Components:
+    """A Gaussian or a mixture of Gaussians as arrays, with vectorised CDF, survival function,
+    log density and quantile function (the mixture's quantiles by safeguarded Newton steps)."""
+
+    __slots__ = ("w", "m", "s", "log_w")
+
+    def __init__(self, dist):
+        parts = calibration._read(dist, "Recalibrated")
+        if parts is None:
+            raise TypeError(
+                "Recalibrated wraps a regressor whose predict_one(x, with_dist=True) returns a "
+                "Gaussian (river.proba.Gaussian) or a river_doebe GaussianMixture, got "
+                f"{type(dist).__name__!r}"
+            )
+        if len(parts) == 2:
+            w, m, s = np.ones(1), np.array([parts[0]]), np.array([parts[1]])
+        else:
+            w, m, s = parts
+        if not (np.isfinite(m).all() and np.isfinite(s).all() and (s > 0.0).all()):
+            raise ValueError("the predictive distribution must have finite means and positive, "
+                             "finite standard deviations")
+        self.w, self.m, self.s = w, m, s
+        with np.errstate(divide="ignore"):
+            self.log_w = np.log(w)
+
+    def cdf_sf(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        z = (np.asarray(y, dtype=np.float64)[..., None] - self.m) / self.s
+        return ndtr(z) @ self.w, ndtr(-z) @ self.w
+
+    def log_pdf(self, y: np.ndarray) -> np.ndarray:
+        z = (np.asarray(y, dtype=np.float64)[..., None] - self.m) / self.s
+        return logsumexp(self.log_w - 0.5 * z * z - np.log(self.s), axis=-1) - _HALF_LOG_2PI
+
+    def quantile(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """The quantiles at levels ``u`` given with their complements ``v = 1 - u`` (each
+        accurate where it is small: the upper tail is solved on the survival function)."""
+        u = np.asarray(u, dtype=np.float64)
+        v = np.asarray(v, dtype=np.float64)
+        upper = u > 0.5
+        score = np.where(upper, -ndtri(v), ndtri(u))
+        comp = self.m + self.s * score[..., None]
+        if self.w.size == 1:
+            return comp[..., 0]
+        # a mixture's CDF is a weighted mean of its components' CDFs, so its quantile lies
+        # between the smallest and the largest of the components' quantiles at that level
+        lo, hi = comp.min(axis=-1), comp.max(axis=-1)
+        x = comp @ self.w
+        target = np.where(upper, v, u)
+        tol = 1e-14 * (np.abs(comp).max(axis=-1) + self.s.min())
+        for _ in range(100):
+            f, s = self.cdf_sf(x)
+            # h increases with x: F - u in the lower half, (1 - u) - S in the upper half
+            h = np.where(upper, target - s, f - target)
+            lo = np.where(h < 0.0, x, lo)
+            hi = np.where(h > 0.0, x, hi)
+            dens = np.exp(self.log_pdf(x))
+            step = np.divide(h, dens, out=np.full_like(h, np.inf), where=dens > 0.0)
+            new = x - step
+            # a Newton step that leaves the bracket is replaced by its midpoint
+            new = np.where((new >= lo) & (new <= hi), new, 0.5 * (lo + hi))
+            done = (np.abs(new - x) <= tol) | (h == 0.0) | (hi - lo <= tol)
+            x = np.where(h == 0.0, x, new)
+            if done.all():
+                break
+        return x
+
+
+# ---------------------------------------------------------------------------------------------
+# The recalibrated distribution
+# ---------------------------------------------------------------------------------------------
+
+
+class RecalibratedDistribution(_NotANumber, proba.base.ContinuousDistribution):
+    """A predictive distribution whose CDF is a monotone map of another's: ``G(y) = g(F(y))``.
+
+    ``F`` is a Gaussian (``river.proba.Gaussian``) or a
+    :class:`~river_doebe.distributions.GaussianMixture`; ``g`` is the piecewise-linear map
+    through the points ``(knots_u[j], knots_p[j])``, from ``(0, 0)`` to ``(1, 1)``, strictly
+    increasing. This is what :class:`Recalibrated` returns from ``predict_one(x,
+    with_dist=True)``; it is exact, not an approximation: its CDF is ``g(F(y))``, its survival
+    function ``1 - g(F(y))`` computed from ``F``'s own survival function (no digits lost in the
+    upper tail), its density ``g'(F(y)) f(y)`` (finite and positive wherever ``f`` is, as every
+    slope of ``g`` is), its quantiles ``F^{-1}(g^{-1}(p))``. It is a proper distribution: the CDF
+    rises from 0 to 1 and the density integrates to 1. Its mean and standard deviation
+    (``mu``, ``sigma``) are computed, when first asked for, by quadrature between its
+    pieces, to about 10 digits.
+
+    Parameters
+    ----------
+    base
+        The distribution ``F``.
+    knots_u
+        The knots of ``g`` on ``F``'s levels: ``0 = knots_u[0] < ... < knots_u[-1] = 1``.
+    knots_p
+        Their images: ``0 = knots_p[0] < ... < knots_p[-1] = 1``.
+
+    Examples
+    --------
+    >>> from river_doebe.conf import RecalibratedDistribution
+    >>> from river_doebe.distributions import gaussian
+
+    A map that moves the 25% and 75% levels of ``N(0, 1)`` to its 10% and 90% levels: the 50%
+    interval of the result is ``N(0, 1)``'s 80% interval.
+
+    >>> F = gaussian(0.0, 1.0)
+    >>> G = RecalibratedDistribution(F, [0.0, 0.1, 0.9, 1.0], [0.0, 0.25, 0.75, 1.0])
+    >>> round(G.cdf(F.mu + 1.2815515655446004), 6)
+    0.75
+    >>> G.interval(0.5)
+    Interval(lower=-1.28155..., upper=1.28155...)
+    >>> round(G.mu, 10), round(G.sigma, 4)
+    (0.0, 1.3577)
+    >>> round(G.log_pdf(0.0) - F.log_pdf(0.0), 6)  # log g'(F(0)) = log(0.5 / 0.8)
+    -0.470004
+
+    """
+
+    def __init__(self, base, knots_u, knots_p):
+        ku = np.asarray(knots_u, dtype=np.float64).ravel()
+        kp = np.asarray(knots_p, dtype=np.float64).ravel()
+        if ku.shape != kp.shape or ku.size < 2:
+            raise ValueError("knots_u and knots_p must be of the same length, at least 2")
+        for name, k in (("knots_u", ku), ("knots_p", kp)):
+            if not (k[0] == 0.0 and k[-1] == 1.0 and (np.diff(k) > 0.0).all()):
+                raise ValueError(f"{name} must rise strictly from 0 to 1, got {k.tolist()}")
+        _Components(base)  # refuse a distribution it cannot read now, not at first use
+        self._set(base, ku, kp)
+
+    @classmethod
+    def _unchecked(cls, base, knots_u, knots_p):
+        """What :class:`Recalibrated` builds, its knots valid by construction: no checks."""
+        new = cls.__new__(cls)
+        new._set(base, knots_u, knots_p)
+        return new
+
+    def _set(self, base, ku, kp) -> None:
+        # everything derived is computed on first use: a prediction that is only scored for
+        # its coverage reads two interpolations
+        self.seed = None
+        self.__dict__["_generator"] = None
+        self.base = base
+        self.knots_u = ku
+        self.knots_p = kp
+        self._components = None
+        self._log_slopes = None
+        self._moments = None
+        self._breaks = None
+        self._kink_points = None
+
+    @property
+    def _ku_up(self) -> np.ndarray:
+        """The map read from the top: ``1 - g(1 - w)`` runs through ``(1 - knots_u, 1 -
+        knots_p)``, reversed."""
+        return (1.0 - self.knots_u)[::-1]
+
+    @property
+    def _kp_up(self) -> np.ndarray:
+        return (1.0 - self.knots_p)[::-1]
+
+    @property
+    def _parts(self) -> _Components:
+        if self._components is None:
+            self._components = _Components(self.base)
+        return self._components
+
+    @property
+    def _rng(self):
+        if self.__dict__.get("_generator") is None:
+            import random
+
+            self.__dict__["_generator"] = random.Random(self.seed)
+        return self.__dict__["_generator"]
+
+    @_rng.setter
+    def _rng(self, generator) -> None:
+        self.__dict__["_generator"] = generator
+
+    # ------------------------------------------------------------------ CDF and density
+    def _map(self, f, s):
+        """``(G, 1 - G)`` from ``(F, 1 - F)``, each through the end of the map where it is
+        accurate."""
+        return (np.interp(f, self.knots_u, self.knots_p),
+                np.interp(s, self._ku_up, self._kp_up))
+
+    def cdf_sf(self, y):
+        """``(G(y), 1 - G(y))``, both computed directly (arrays or numbers)."""
+        f, s = self._parts.cdf_sf(y)
+        g, gs = self._map(f, s)
+        if np.ndim(y) == 0:
+            return float(g), float(gs)
+        return g, gs
+
+    def cdf(self, y):
+        """``G(y) = g(F(y))`` (a number, or an array for an array ``y``)."""
+        return self.cdf_sf(y)[0]
+
+    def sf(self, y):
+        """``1 - G(y)``, accurate in the upper tail."""
+        return self.cdf_sf(y)[1]
+
+    def log_pdf(self, y):
+        """``log g'(F(y)) + log f(y)``: finite wherever ``F``'s log density is."""
+        f, s = self._parts.cdf_sf(y)
+        # the segment of g holding F(y), found on F in the lower half and on 1 - F above
+        low = np.searchsorted(self.knots_u, f, side="right") - 1
+        high = self.knots_u.size - 1 - np.searchsorted(self._ku_up, s, side="right")
+        if self._log_slopes is None:
+            self._log_slopes = np.log(np.diff(self.knots_p) / np.diff(self.knots_u))
+        seg = np.clip(np.where(f <= 0.5, low, high), 0, self._log_slopes.size - 1)
+        out = self._log_slopes[seg] + self._parts.log_pdf(y)
+        return float(out) if np.ndim(y) == 0 else out
+
+    def __call__(self, y):
+        return math.exp(self.log_pdf(y)) if np.ndim(y) == 0 else np.exp(self.log_pdf(y))
+
+    def quantile(self, p):
+        """``G^{-1}(p) = F^{-1}(g^{-1}(p))`` for levels strictly between 0 and 1."""
+        p = np.asarray(p, dtype=np.float64)
+        if not ((p > 0.0) & (p < 1.0)).all():
+            raise ValueError("quantile levels must be strictly between 0 and 1")
+        out = self._quantile(p, 1.0 - p)
+        return float(out) if out.ndim == 0 else out
+
+    def _quantile(self, p: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """The quantiles at levels ``p`` given with their complements ``q = 1 - p``."""
+        u = np.interp(p, self.knots_p, self.knots_u)
+        v = np.interp(q, self._kp_up, self._ku_up)
+        return self._parts.quantile(u, v)
+
+    def interval(self, level: float) -> Interval:
+        """The central ``level`` interval, from the ``(1 - level) / 2`` quantile to the
+        ``(1 + level) / 2`` one, as a ``river.conf.Interval``."""
+        if not (isinstance(level, numbers.Real) and 0.0 < level < 1.0):
+            raise ValueError(f"level must be strictly between 0 and 1, got {level!r}")
+        p = np.array([0.5 * (1.0 - level), 0.5 * (1.0 + level)])
+        at = np.searchsorted(self.knots_p, p)
+        if (self.knots_p[at] == p).all():  # the knots of Recalibrated's interval: known
+            lo, hi = self._kinks()[at - 1]
+        else:
+            lo, hi = self._quantile(p, np.array([0.5 * (1.0 + level), 0.5 * (1.0 - level)]))
+        return Interval(float(lo), float(hi))
+
+    # ------------------------------------------------------------------ quadrature
+    def _kinks(self) -> np.ndarray:
+        """The quantiles at the map's inner knots: where the density jumps."""
+        if self._kink_points is None:
+            inner = self.knots_p[1:-1]
+            self._kink_points = self._quantile(inner, 1.0 - inner)
+        return self._kink_points
+
+    def crps_breaks(self) -> np.ndarray:
+        """The pieces of the quadratures of the moments and of the CRPS: points between which
+        the density is smooth (the quantiles at the map's knots are among them), no further
+        apart than half the standard deviation of ``F`` or its narrowest component, and
+        spanning every component's mean plus or minus 8.5 standard deviations, outside of
+        which lies less than ``1e-17`` of each component's mass."""
+        if self._breaks is None:
+            parts = self._parts
+            mean = float(parts.w @ parts.m)
+            sd = math.sqrt(float(parts.w @ (parts.s ** 2 + (parts.m - mean) ** 2)))
+            lo = min(mean - 8.5 * sd, float((parts.m - 8.5 * parts.s).min()))
+            hi = max(mean + 8.5 * sd, float((parts.m + 8.5 * parts.s).max()))
+            h = min(0.5 * sd, float(parts.s.min()))
+            n = int(min(max(math.ceil((hi - lo) / h), 34), 400))
+            self._breaks = np.unique(np.concatenate((np.linspace(lo, hi, n + 1),
+                                                     self._kinks())))
+        return self._breaks
+
+    def _mv(self) -> tuple[float, float]:
+        if self._moments is None:
+            # from the CDF on the pieces: E[Y] = b + int_b (1 - G), E[(Y - b)^2] = int_b 2 (z -
+            # b)(1 - G), b the first break (the mass below it is negligible)
+            b = self.crps_breaks()
+            half = 0.5 * np.diff(b)
+            x = (0.5 * (b[1:] + b[:-1]))[:, None] + half[:, None] * _GL_X
+            w = half[:, None] * _GL_W
+            tail = self.sf(x)
+            m1 = float((w * tail).sum())
+            m2 = float((w * 2.0 * (x - b[0]) * tail).sum())
+            self._moments = (float(b[0] + m1), max(m2 - m1 * m1, 0.0))
+        return self._moments
+
+    @property
+    def mu(self) -> float:
+        return self._mv()[0]
+
+    @property
+    def sigma(self) -> float:
+        return math.sqrt(self._mv()[1])
+
+    @property
+    def mode(self) -> float:
+        """The point of highest density among the quadrature nodes (a grid search)."""
+        b = self.crps_breaks()
+        x = ((0.5 * (b[1:] + b[:-1]))[:, None] + (0.5 * np.diff(b))[:, None] * _GL_X).ravel()
+        return float(x[np.argmax(self.log_pdf(x))])
+
+    @property
+    def n_samples(self) -> int:
+        return 1
+
+    def sample(self) -> float:
+        p = self._rng.random()
+        while p <= 0.0:
+            p = self._rng.random()
+        return self.quantile(p)
+
+    def update(self, x: float) -> None:
+        raise NotImplementedError("a predictive distribution is computed, not estimated")
+
+    def revert(self, x: float) -> None:
+        raise NotImplementedError("a predictive distribution is computed, not estimated")
+
+    def __repr__(self) -> str:
+        return (f"RecalibratedDistribution({type(self.base).__name__}, "
+                f"{self.knots_u.size - 2} inner knots)")
+
+    __str__ = __repr__
+
+

@@ -1,0 +1,448 @@
+"""The online recalibration wrapper: adaptive conformal steps on a grid of levels of the wrapped
+model's predictive CDF (see :mod:`river_doebe.conf`)."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+from river import base
+from river.conf import Interval
+from scipy.special import ndtr
+
+from river_doebe.conf.distribution import RecalibratedDistribution
+from river_doebe.distributions import gaussian
+
+__all__ = ["Recalibrated"]
+
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+_SQRT_HALF = math.sqrt(0.5)
+
+
+# ---------------------------------------------------------------------------------------------
+# The wrapper
+# ---------------------------------------------------------------------------------------------
+
+
+def _pit(dist, y: float) -> tuple[float, float, float]:
+    """``(F(y), 1 - F(y), log f(y))`` of a Gaussian or a Gaussian mixture, in one pass over its
+    components (the per-sample path: no checks, the distribution comes from the model; the same
+    arithmetic as ``calibration.cdf_sf`` and the distribution's ``log_pdf``)."""
+    weights = getattr(dist, "weights", None)
+    if weights is None:
+        mu, sigma = float(dist.mu), float(dist.sigma)
+        z = (y - mu) / sigma
+        log_pdf = getattr(dist, "log_pdf", None)  # river 0.22's Gaussian has none
+        log_f = (float(log_pdf(y)) if log_pdf is not None
+                 else -0.5 * z * z - math.log(sigma) - _HALF_LOG_2PI)
+        return 0.5 * math.erfc(-z * _SQRT_HALF), 0.5 * math.erfc(z * _SQRT_HALF), log_f
+    variances = dist.variances
+    r = y - dist.means
+    z = r / np.sqrt(variances)
+    with np.errstate(divide="ignore"):  # a weight that underflowed to 0: a -inf term
+        t = np.log(weights) - 0.5 * r * r / variances - 0.5 * np.log(variances) - _HALF_LOG_2PI
+    top = t.max()
+    log_f = float(top + math.log(np.exp(t - top).sum())) if np.isfinite(top) else float(top)
+    return float(weights @ ndtr(z)), float(weights @ ndtr(-z)), log_f
+
+
+def _check_level(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 < value < 1.0:
+        raise ValueError(f"{name} must be a number strictly between 0 and 1, got {value!r}")
+    return float(value)
+
+
+class Recalibrated(base.Wrapper, base.Regressor):
+    """Recalibrate a regressor's predictive distribution online, with a coverage guarantee.
+
+    The wrapped regressor's one-step-ahead predictive ``F_t`` (``predict_one(x,
+    with_dist=True)``: a ``river.proba.Gaussian`` or a
+    :class:`~river_doebe.distributions.GaussianMixture`) is mapped to ``G_t = g_t o F'_t``, a
+    :class:`RecalibratedDistribution`, so that the probability integral transforms of recent
+    targets are uniform at the tracked levels. Everything used to predict ``y_t`` was learnt
+    from ``y_1 .. y_{t-1}`` only.
+
+    **The central interval (adaptive conformal inference).** The central ``confidence_level``
+    interval of ``G_t`` runs from ``F'_t``'s quantile at level ``alpha_t * beta_t`` to its
+    quantile at ``1 - alpha_t (1 - beta_t)``: ``g_t`` maps these levels to ``(1 -
+    confidence_level) / 2`` and ``(1 + confidence_level) / 2``. The miscoverage level
+    ``alpha_t`` follows the step of Gibbs & Candès (2021), ``alpha_{t+1} = alpha_t + step *
+    ((1 - confidence_level) - err_t)``, where ``err_t`` is 1 when ``y_t`` falls outside the
+    interval, and ``beta_t`` (the share of the misses put below, kept in ``[0.05, 0.95]``)
+    moves towards the side the misses fall on. The interval returned by ``predict_one(x,
+    with_interval=True)`` is that interval, the whole line when ``alpha_t <= 0`` and empty when
+    ``alpha_t >= 1``. **Guarantee**: for any sequence of targets and of wrapped predictions
+    (adversarial ones included), after ``T`` predictions,
+
+    ``| (1/T) sum_t err_t - (1 - confidence_level) | <= (max(c, 1 - c) + step) / (step * T)``,
+
+    ``c = confidence_level`` (with the default ``step=0.01`` and ``c = 0.9``: ``91 / T``, 0.91
+    percentage points after 10,000 predictions). It holds because ``alpha_t`` cannot leave
+    ``[-step, 1 + step]`` (below 0 the interval covers, above 1 it misses), and the sum of the
+    steps telescopes. The recalibrated distribution's own central ``confidence_level``
+    interval is that interval at every step where ``0 < alpha_t < 1``; at the other steps (a
+    proper distribution cannot cover the whole line) its ``alpha`` is held just inside, so the
+    distribution's long-run miscoverage obeys the bound plus the share of those steps,
+    ``n_outside / T`` (the attribute ``n_outside_``).
+
+    **The shape.** Each level ``p`` of ``levels`` (between the interval's ends) has a knot of
+    ``g_t`` tracked by a one-sided conformal step, ``v <- v + level_step * (p - 1{G_t(y_t) <=
+    p})``, kept inside the interval's knots and in order; ``g_t`` is linear between knots, so it
+    corrects the spread of the middle of the distribution (the default levels 0.25, 0.5, 0.75
+    correct its 50% interval and its median) without a guarantee of its own.
+
+    **Gross errors.** When the wrapped model's predictive is far off (an abrupt shift of the
+    target, a variance that explodes), no map of its levels can help: its PITs are all 0 or
+    all 1 (an ensemble whose most trusted member is sure and wrong, say). Then ``F'_t`` is the
+    Gaussian ``N(mu_t + c sigma_t, (s sigma_t)^2)`` built on the wrapped predictive's mean
+    ``mu_t`` and standard deviation ``sigma_t``, where ``(c, s)`` is one of these corrections
+    of the standardised
+    residuals ``z = (y - mu_t) / sigma_t``: their exponentially weighted mean and standard
+    deviation over the last ``windows`` targets (one pair per window), or a random walk
+    (``c`` the last residual, ``s`` the weighted root mean square of the steps between
+    residuals over ``min(windows)`` targets, over the square root of 2). Each correction's
+    recent log score (the log density at the targets, each sample's deficit to the best capped
+    at 30 nats, averaged
+    over the last ``min(windows)`` of them) is compared with the unmoved predictive's, and the
+    best is used only when it beats the unmoved one by ``margin`` nats a sample. On a
+    well-calibrated model the unmoved predictive is kept, and with it the mixture's shape.
+    The guarantee above holds whatever ``F'_t`` is.
+
+    ``predict_one(x)`` returns the wrapped model's point prediction, the mean of its
+    predictive (not the recalibrated distribution's mean: see the README for which measures
+    better). While the wrapped model is warming up (``is_warm`` false), nothing is learnt by the
+    recalibration, and the predictions are the wrapped model's mapped through the current state.
+    A predictive with zero variance (a point mass) is returned unchanged, and not learnt from.
+
+    The state is a few numbers per level and per window, independent of the stream's length.
+
+    Parameters
+    ----------
+    regressor
+        The regressor to recalibrate: its ``predict_one`` must take ``with_dist=True``
+        (this package's models, river's ``linear_model.BayesianLinearRegression``, a pipeline
+        ending in one).
+    confidence_level
+        The coverage of the interval of ``predict_one(x, with_interval=True)``, whose
+        long-run miscoverage is guaranteed.
+    step
+        The step of the adaptive conformal update of the interval's miscoverage level, in
+        ``(0, 1)``: larger adapts faster, and noisier; the bound on the long-run error is
+        ``(max(c, 1 - c) + step) / (step * T)``.
+    levels
+        The levels of the shape knots, strictly between ``(1 - confidence_level) / 2`` and
+        ``(1 + confidence_level) / 2``; may be empty.
+    level_step
+        The step of the shape knots' updates, in ``(0, 1)``.
+    windows
+        The effective window lengths (each at least 2) of the location-scale corrections of a
+        grossly wrong predictive; empty turns them off.
+    margin
+        By how much a location-scale correction's recent mean log score must beat the unmoved
+        predictive's before it is used, in nats a sample, non-negative.
+
+    Examples
+    --------
+    >>> from river import datasets, linear_model, preprocessing
+    >>> from river_doebe import metrics
+    >>> from river_doebe.conf import Recalibrated
+
+    river's ``BayesianLinearRegression`` on the TrumpApproval stream: its own 90% intervals hold
+    too few of the targets (68%), the recalibrated distribution's and the intervals hold about
+    the stated share, and the CRPS is halved.
+
+    >>> plain = preprocessing.StandardScaler() | linear_model.BayesianLinearRegression()
+    >>> model = Recalibrated(
+    ...     preprocessing.StandardScaler() | linear_model.BayesianLinearRegression(),
+    ...     confidence_level=0.9,
+    ... )
+    >>> own = metrics.IntervalCoverage(0.9) + metrics.CRPS()
+    >>> recalibrated = metrics.IntervalCoverage(0.9) + metrics.CRPS()
+    >>> inside = 0
+    >>> for x, y in datasets.TrumpApproval():
+    ...     own.update(y, plain.predict_one(x, with_dist=True))
+    ...     recalibrated.update(y, model.predict_one(x, with_dist=True))
+    ...     inside += y in model.predict_one(x, with_interval=True)
+    ...     plain.learn_one(x, y)
+    ...     model.learn_one(x, y)
+    >>> round(own[0].get(), 2), round(recalibrated[0].get(), 2)  # 90% coverage
+    (0.68, 0.91)
+    >>> recalibrated[1].get() < 0.55 * own[1].get()  # CRPS
+    True
+    >>> round(inside / 1001, 2)
+    0.91
+
+    References
+    ----------
+    Gibbs, I. and Candès, E. (2021). Adaptive conformal inference under distribution shift.
+    NeurIPS. Kuleshov, V., Fenner, N. and Ermon, S. (2018). Accurate uncertainties for deep
+    learning using calibrated regression. ICML.
+
+    """
+
+    def __init__(
+        self,
+        regressor,
+        confidence_level: float = 0.9,
+        step: float = 0.01,
+        levels: tuple = (0.25, 0.5, 0.75),
+        level_step: float = 0.01,
+        windows: tuple = (20, 200),
+        margin: float = 1.0,
+    ):
+        self.regressor = regressor
+        self.confidence_level = confidence_level
+        self.step = step
+        self.levels = levels
+        self.level_step = level_step
+        self.windows = windows
+        self.margin = margin
+
+        c = _check_level("confidence_level", confidence_level)
+        _check_level("step", step)
+        _check_level("level_step", level_step)
+        if not (hasattr(regressor, "predict_one") and hasattr(regressor, "learn_one")):
+            raise TypeError(f"regressor must be a river regressor, got {regressor!r}")
+        if isinstance(levels, str | bytes) or not hasattr(levels, "__iter__") or any(
+                isinstance(p, bool) or not isinstance(p, numbers.Real) for p in levels):
+            raise ValueError(f"levels must be a sequence of numbers, got {levels!r}")
+        shape = [float(p) for p in levels]
+        lo, hi = 0.5 * (1.0 - c), 0.5 * (1.0 + c)
+        if any(not (0.0 < p < 1.0) for p in shape) or len(set(shape)) != len(shape):
+            raise ValueError(
+                f"levels must be distinct numbers strictly between 0 and 1, got {levels!r}"
+            )
+        # a level at an end of the interval is that end's knot already
+        shape = [p for p in shape if p not in (lo, hi)]
+        if isinstance(windows, str | bytes) or not hasattr(windows, "__iter__"):
+            raise ValueError(f"windows must be a sequence of numbers, got {windows!r}")
+        wins = list(windows)
+        if any(isinstance(w, bool) or not isinstance(w, numbers.Real) or not 2 <= w < math.inf
+               for w in wins):
+            raise ValueError(f"windows must be finite numbers of at least 2, got {windows!r}")
+        if (isinstance(margin, bool) or not isinstance(margin, numbers.Real)
+                or not 0.0 <= margin < math.inf):
+            raise ValueError(f"margin must be a finite non-negative number, got {margin!r}")
+
+        self._p_lo, self._p_hi = lo, hi
+        self._shape_p = sorted(shape)
+        # which of the three segments of g each shape knot lies in: below, inside, above the
+        # interval's knots
+        self._segment = [int(k) for k in np.searchsorted([lo, hi], self._shape_p)]
+        self._kp = np.sort(np.concatenate(([0.0, lo, hi, 1.0], self._shape_p)))
+        self._rho = [1.0 - 1.0 / w for w in wins]
+        self._rho_score = 1.0 - 1.0 / min(wins) if wins else 0.0
+        self._reset()
+
+    def _reset(self) -> None:
+        self.alpha_ = 1.0 - self.confidence_level
+        self.beta_ = 0.5
+        self._shape_v = list(self._shape_p)
+        k = len(self._rho)
+        # the standardised residuals' exponentially weighted means and variances, one per window,
+        # the last residual, and the weighted mean of the squared steps between residuals
+        self._loc = [0.0] * k
+        self._var = [1.0] * k
+        self._last = 0.0
+        self._step2 = 2.0
+        # recent mean log scores: the unmoved predictive first, then one per window, then the
+        # residual's random walk
+        self._score = [0.0] * (k + 2) if k else [0.0]
+        self.n_updates_ = 0
+        self.n_outside_ = 0
+        self._memo = None
+        self._cached_knots = None
+
+    @property
+    def _wrapped_model(self):
+        return self.regressor
+
+    @classmethod
+    def _unit_test_params(cls):
+        from river import linear_model, preprocessing
+
+        from river_doebe import DOBE
+
+        yield {"regressor": preprocessing.StandardScaler()
+               | linear_model.BayesianLinearRegression()}
+        yield {"regressor": DOBE(), "confidence_level": 0.8, "levels": (0.5,),
+               "windows": (10,), "margin": 0.0}
+
+    def _unit_test_skips(self):
+        # the feature order of the wrapped model's arithmetic changes its predictions in the
+        # last digit, which this check compares exactly; it is the wrapped model's property
+        return {"check_shuffle_features_no_impact"}
+
+    # ------------------------------------------------------------------ the map of a prediction
+    def _corrections(self) -> tuple[list, list]:
+        """The location-scale corrections, ``(locations, scales)`` in standardised residuals:
+        the unmoved predictive ``(0, 1)``, one per window (the weighted mean and standard
+        deviation), and the random walk (the last residual, and the steps' scale)."""
+        loc = [0.0, *self._loc, self._last]
+        scale = [1.0, *(math.sqrt(v) for v in self._var), math.sqrt(0.5 * self._step2)]
+        return loc, [min(max(v, 1e-8), 1e8) for v in scale]
+
+    def _correction(self) -> int:
+        """Which predictive is used: 0 the unmoved one, else the correction of that index."""
+        score = self._score
+        if len(score) == 1:
+            return 0
+        best = max(range(1, len(score)), key=score.__getitem__)
+        return best if score[best] - score[0] > self.margin else 0
+
+    def _base(self, dist):
+        """``F'_t``: the wrapped predictive, or, when a correction is in use, the Gaussian with
+        its mean moved by ``c`` standard deviations and its standard deviation scaled by
+        ``s``."""
+        k = self._correction()
+        if k == 0:
+            return dist
+        mu, sigma = float(dist.mu), float(dist.sigma)
+        loc, scale = self._corrections()
+        sd = sigma * scale[k]
+        if not (0.0 < sd * sd < math.inf):
+            return dist
+        return gaussian(mu + sigma * loc[k], sd * sd)
+
+    def _knots(self) -> tuple[np.ndarray, np.ndarray]:
+        """The knots of ``g_t`` (made once between two updates)."""
+        if self._cached_knots is None:
+            self._cached_knots = self._make_knots()
+        return self._cached_knots
+
+    def _make_knots(self) -> tuple[np.ndarray, np.ndarray]:
+        """The knots of ``g_t``: the interval's ends at ``alpha * beta`` and ``1 - alpha (1 -
+        beta)`` (``alpha`` held inside ``[1e-6, 1 - 1e-6]``), and each shape knot inside its
+        segment, in order, strictly increasing."""
+        # plain floats: a handful of knots, made at every sample
+        a = min(max(self.alpha_, 1e-6), 1.0 - 1e-6)
+        lo, hi = a * self.beta_, 1.0 - a * (1.0 - self.beta_)
+        ends = (0.0, lo, hi, 1.0)
+        inner = {0: [], 1: [], 2: []}
+        running = -math.inf
+        for j, (v, seg) in enumerate(zip(self._shape_v, self._segment, strict=True)):
+            left, right = ends[seg], ends[seg + 1]
+            width = right - left
+            # inside the segment by a millionth of it, in order (the segments are in order: a
+            # running maximum), then strictly increasing by a thousandth of that
+            running = max(running, min(max(float(v), left + 1e-6 * width), right - 1e-6 * width))
+            inner[seg].append(running + 1e-9 * width * j)
+        ku = np.array([0.0, *inner[0], lo, *inner[1], hi, *inner[2], 1.0])
+        return ku, self._kp
+
+    def _base_dist(self, x, **kwargs):
+        dist = self.regressor.predict_one(x, with_dist=True, **kwargs)
+        self._memo = (list(x.items()), dist)
+        return dist
+
+    @staticmethod
+    def _is_point_mass(dist) -> bool:
+        sigma = getattr(dist, "sigma", None)
+        return sigma is not None and not (0.0 < float(sigma) < math.inf)
+
+    def _recalibrate(self, dist):
+        if self._is_point_mass(dist):
+            return dist
+        ku, kp = self._knots()
+        return RecalibratedDistribution._unchecked(self._base(dist), ku, kp)
+
+    # ------------------------------------------------------------------ river's API
+    def predict_one(self, x, with_dist: bool = False, with_interval: bool = False, **kwargs):
+        """The wrapped model's point prediction; with ``with_dist=True`` the recalibrated
+        distribution (a :class:`RecalibratedDistribution`); with ``with_interval=True`` the
+        adaptive conformal interval at ``confidence_level`` (a ``river.conf.Interval``)."""
+        dist = self._base_dist(x, **kwargs)
+        if with_interval:
+            if self._is_point_mass(dist):
+                return Interval(float(dist.mu), float(dist.mu))
+            if self.alpha_ <= 0.0:
+                return Interval(-math.inf, math.inf)
+            if self.alpha_ >= 1.0:
+                return Interval(math.inf, -math.inf)  # empty
+            return self._recalibrate(dist).interval(self.confidence_level)
+        if with_dist:
+            return self._recalibrate(dist)
+        return float(dist.mu)
+
+    def learn_one(self, x, y, **kwargs):
+        if isinstance(y, bool) or not isinstance(y, numbers.Real) or not math.isfinite(y):
+            raise ValueError(f"the target must be a finite number, got {y!r}")
+        y = float(y)
+        if getattr(self.regressor, "is_warm", True):
+            memo = self._memo
+            if memo is not None and memo[0] == list(x.items()):
+                dist = memo[1]
+            else:
+                dist = self.regressor.predict_one(x, with_dist=True)
+            self._memo = None
+            if not self._is_point_mass(dist):
+                self._update(dist, y)
+        self._memo = None
+        self.regressor.learn_one(x, y, **kwargs)
+
+    def _update(self, dist, y: float) -> None:
+        """The conformal steps and the corrections' statistics, from the prediction made
+        before ``y`` was seen."""
+        base = self._base(dist)
+        f, sf, log_f = _pit(base, y)
+        if base is not dist:
+            log_f = _pit(dist, y)[2]
+        ku, kp = self._knots()
+        below_p = float(np.interp(f, ku, kp))
+        above_p = float(np.interp(sf, 1.0 - ku[::-1], 1.0 - kp[::-1]))
+        c = self.confidence_level
+        # the event the metrics count: inside when G(y) >= p_lo and 1 - G(y) >= 1 - p_hi
+        below = below_p < self._p_lo
+        above = above_p < 1.0 - self._p_hi
+        if self.alpha_ <= 0.0:
+            err = 0.0
+        elif self.alpha_ >= 1.0:
+            err = 1.0
+        else:
+            err = float(below or above)
+        if not 0.0 < self.alpha_ < 1.0:
+            self.n_outside_ += 1
+        self.alpha_ += self.step * ((1.0 - c) - err)
+        if err:
+            self.beta_ += self.step * (0.5 - float(below))
+            self.beta_ = min(max(self.beta_, 0.05), 0.95)
+        if self._shape_v:
+            step = self.level_step
+            self._shape_v = [min(max(v + step * (p - float(below_p <= p)), 0.0), 1.0)
+                             for v, p in zip(self._shape_v, self._shape_p, strict=True)]
+        if self._rho:
+            self._learn_corrections(dist, y, log_f)
+        self._cached_knots = None
+        self.n_updates_ += 1
+
+    def _learn_corrections(self, dist, y: float, log_f: float) -> None:
+        mu, sigma = float(dist.mu), float(dist.sigma)
+        z = (y - mu) / sigma
+        if not (math.isfinite(z) and abs(z) < 1e150):
+            return
+        # the log density of y under the wrapped predictive and under each correction's
+        # Gaussian (in the standardised units), before they learn y
+        loc, scale = self._corrections()
+        logs = [log_f + math.log(sigma)]
+        for c, s in zip(loc[1:], scale[1:], strict=True):
+            r = (z - c) / s
+            logs.append(-0.5 * r * r - math.log(s) - _HALF_LOG_2PI)
+        # a sample costs a correction at most 30 nats more than the best one: one wild target
+        # must not decide for hundreds of samples
+        floor = max(logs) - 30.0
+        rs = self._rho_score
+        self._score = [rs * a + (1.0 - rs) * max(b, floor)
+                       for a, b in zip(self._score, logs, strict=True)]
+        # the statistics learn residuals clipped at 5 of their standard deviations (Huber's
+        # winsorising): one wild target widens them by a factor, not by its square, and a
+        # lasting shift is followed in steps that grow geometrically
+        for k, rho in enumerate(self._rho):
+            bound = 5.0 * math.sqrt(self._var[k])
+            d = min(max(z - self._loc[k], -bound), bound)
+            self._loc[k] += (1.0 - rho) * d
+            self._var[k] = min(max(rho * (self._var[k] + (1.0 - rho) * d * d), 1e-16), 1e16)
+        bound = 5.0 * math.sqrt(self._step2)
+        jump = min(max(z - self._last, -bound), bound)
+        self._step2 = min(max(rs * self._step2 + (1.0 - rs) * jump * jump, 1e-16), 1e16)
+        self._last = z

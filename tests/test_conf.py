@@ -1,0 +1,440 @@
+"""river_doebe.conf: the recalibrated distribution is a proper one and is scored exactly, the
+conformal guarantee holds on adversarial sequences, predictions are one step ahead, and the
+wrapper behaves as a river estimator."""
+
+from __future__ import annotations
+
+import copy
+import math
+import pickle
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from river import base, linear_model, preprocessing
+from scipy import integrate
+
+from river_doebe import metrics
+from river_doebe.calibration import crps, crps_from_cdf, crps_gaussian, crps_mixture
+from river_doebe.conf import Interval, Recalibrated, RecalibratedDistribution
+from river_doebe.distributions import GaussianMixture, gaussian
+
+# ---------------------------------------------------------------------------------------------
+# A wrapped model whose predictive is set from outside: adversarial sequences in milliseconds
+# ---------------------------------------------------------------------------------------------
+
+
+class Scripted(base.Regressor):
+    """Predicts ``N(x['m'], x['s']^2)`` (or a two-component mixture with ``x['mix']``) and
+    learns nothing: what the predictive is, sample by sample, is up to the test."""
+
+    def __init__(self, warm_after: int = 0):
+        self.warm_after = warm_after
+        self.n = 0
+
+    @property
+    def is_warm(self) -> bool:
+        return self.n >= self.warm_after
+
+    def learn_one(self, x, y):
+        self.n += 1
+
+    def predict_one(self, x, with_dist=False):
+        if x.get("mix"):
+            dist = GaussianMixture([0.3, 0.7], [x["m"] - x["s"], x["m"] + x["s"]],
+                                   [x["s"] ** 2, 0.25 * x["s"] ** 2])
+        else:
+            dist = gaussian(x["m"], x["s"] ** 2)
+        return dist if with_dist else dist.mu
+
+    @classmethod
+    def _unit_test_params(cls):
+        yield {}
+
+
+def run(model, sequence):
+    """Feed ``(x, y)`` pairs one step ahead; return the misses of the conformal interval and
+    of the distribution's central interval at the model's confidence level."""
+    level = model.confidence_level
+    interval_miss, dist_miss = [], []
+    for x, y in sequence:
+        interval = model.predict_one(x, with_interval=True)
+        dist = model.predict_one(x, with_dist=True)
+        interval_miss.append(y not in interval)
+        cov = metrics.IntervalCoverage(level)
+        cov.update(y, dist)
+        dist_miss.append(cov.get() == 0.0)
+        model.learn_one(x, y)
+    return np.array(interval_miss, float), np.array(dist_miss, float)
+
+
+def bound(model, T):
+    c, g = model.confidence_level, model.step
+    return (max(c, 1.0 - c) + g) / (g * T)
+
+
+def alternating(T, every=5, seed=0):
+    """Regimes switching every ``every`` samples: targets as predicted, then 100 times wider
+    and shifted by 30 standard deviations."""
+    rng = np.random.default_rng(seed)
+    for t in range(T):
+        wild = (t // every) % 2
+        y = rng.normal(30.0 * wild, 100.0 if wild else 1.0)
+        yield {"m": 0.0, "s": 1.0}, float(y)
+
+
+def jump(T, at, size, seed=0, mix=False):
+    rng = np.random.default_rng(seed)
+    for t in range(T):
+        yield {"m": 0.0, "s": 1.0, "mix": mix}, float(rng.normal() + (size if t >= at else 0.0))
+
+
+def always_miss(model, T):
+    """An adversary that puts every target just above the current interval (or far above when
+    the interval is the whole line)."""
+    x = {"m": 0.0, "s": 1.0}
+    for _ in range(T):
+        interval = model.predict_one(x, with_interval=True)
+        upper = interval.upper
+        y = 1e6 if not math.isfinite(upper) else (upper + 1e-3 if upper > -1e300 else 0.0)
+        yield x, float(y)
+
+
+def always_cover(T):
+    """Targets exactly at the predictive's median: every interval of positive width covers."""
+    for _ in range(T):
+        yield {"m": 0.0, "s": 1.0}, 0.0
+
+
+@pytest.mark.parametrize("make_sequence", [
+    lambda m, T: alternating(T, every=5),
+    lambda m, T: alternating(T, every=1, seed=3),
+    lambda m, T: jump(T, at=T // 4, size=1e6),
+    lambda m, T: jump(T, at=T // 4, size=-1e6, mix=True),
+    lambda m, T: always_miss(m, T),
+    lambda m, T: always_cover(T),
+], ids=["regimes-every-5", "regimes-every-1", "jump-1e6", "jump-minus-1e6-mixture",
+        "adversary-always-miss", "always-at-the-median"])
+@pytest.mark.parametrize("level, step", [(0.9, 0.01), (0.5, 0.05)])
+def test_long_run_miscoverage_within_the_stated_bound(make_sequence, level, step):
+    T = 1500
+    model = Recalibrated(Scripted(), confidence_level=level, step=step)
+    interval_miss, dist_miss = run(model, make_sequence(model, T))
+    b = bound(model, T)
+    assert abs(interval_miss.mean() - (1.0 - level)) <= b + 1e-12
+    # the distribution's own interval is the conformal one except where alpha left (0, 1)
+    assert abs(dist_miss.mean() - (1.0 - level)) <= b + model.n_outside_ / T + 1e-12
+    assert (interval_miss != dist_miss).sum() <= model.n_outside_
+
+
+def test_the_bound_is_tight_enough_to_mean_something():
+    model = Recalibrated(Scripted())
+    assert bound(model, 10_000) == pytest.approx(0.0091)
+
+
+def test_coverage_back_within_300_samples_after_a_jump_of_1000_standard_deviations():
+    model = Recalibrated(Scripted())
+    T, at = 1600, 1000
+    interval_miss, dist_miss = run(model, jump(T, at=at, size=1000.0, seed=1))
+    assert dist_miss[at + 200:at + 300].mean() <= 0.2
+    assert dist_miss[at + 300:].mean() <= 0.2
+    # and the intervals are no longer the whole line
+    x = {"m": 0.0, "s": 1.0}
+    assert model.predict_one(x, with_interval=True).width < 100.0
+
+
+def test_over_wide_predictive_is_narrowed():
+    rng = np.random.default_rng(0)
+    seq = [({"m": 0.0, "s": 1.0}, float(rng.normal(0.0, 0.3))) for _ in range(3000)]
+    model = Recalibrated(Scripted())
+    _, dist_miss = run(model, seq)
+    assert abs(dist_miss[1000:].mean() - 0.1) < 0.03
+    assert model.predict_one({"m": 0.0, "s": 1.0}, with_interval=True).width < 1.3
+
+
+# ---------------------------------------------------------------------------------------------
+# One step ahead
+# ---------------------------------------------------------------------------------------------
+
+
+def test_the_map_for_y_t_has_not_seen_y_t():
+    rng = np.random.default_rng(2)
+    seq = [({"m": 0.0, "s": 1.0}, float(rng.normal(0.5, 2.0))) for _ in range(300)]
+    a, b = Recalibrated(Scripted()), Recalibrated(Scripted())
+    for (x, y) in seq:
+        da, db = a.predict_one(x, with_dist=True), b.predict_one(x, with_dist=True)
+        np.testing.assert_array_equal(da.knots_u, db.knots_u)
+        a.learn_one(x, y)
+        b.learn_one(x, y)
+    # the next prediction is the same whatever the next target will be
+    x = {"m": 0.0, "s": 1.0}
+    before = a.predict_one(x, with_dist=True)
+    c = copy.deepcopy(a)
+    a.learn_one(x, 1e6)
+    c.learn_one(x, -3.0)
+    assert before.cdf(0.3) == copy.deepcopy(b).predict_one(x, with_dist=True).cdf(0.3)
+
+
+def test_learning_reuses_only_the_prediction_of_the_same_features():
+    rng = np.random.default_rng(4)
+    seq = [({"m": float(rng.normal()), "s": 1.0 + t % 3}, float(rng.normal())) for t in
+           range(200)]
+    a, b = Recalibrated(Scripted()), Recalibrated(Scripted())
+    for x, y in seq:
+        a.predict_one({"m": 5.0, "s": 0.1}, with_dist=True)  # another sample's prediction
+        a.learn_one(x, y)
+        b.learn_one(x, y)
+    assert a.alpha_ == b.alpha_ and a.beta_ == b.beta_
+    np.testing.assert_array_equal(a._shape_v, b._shape_v)
+    np.testing.assert_array_equal(a._score, b._score)
+
+
+def test_nothing_is_learnt_before_the_wrapped_model_is_warm():
+    model = Recalibrated(Scripted(warm_after=50))
+    for x, y in jump(50, at=0, size=50.0):
+        model.learn_one(x, y)
+    assert model.n_updates_ == 0 and model.alpha_ == pytest.approx(0.1)
+    for x, y in jump(10, at=0, size=50.0):
+        model.learn_one(x, y)
+    assert model.n_updates_ == 10
+
+
+def test_state_is_small_picklable_and_independent_of_the_stream_length():
+    sizes = []
+    model = Recalibrated(Scripted())
+    for n in (100, 2000):
+        for x, y in alternating(n):
+            model.predict_one(x, with_dist=True)
+            model.learn_one(x, y)
+        sizes.append(len(pickle.dumps(model)))
+    assert abs(sizes[1] - sizes[0]) < 64 and sizes[1] < 4000
+    again = pickle.loads(pickle.dumps(model))
+    x = {"m": 0.1, "s": 2.0}
+    assert again.predict_one(x, with_dist=True).cdf(1.0) == model.predict_one(
+        x, with_dist=True).cdf(1.0)
+    for x, y in alternating(50, seed=7):
+        again.learn_one(x, y)
+        model.learn_one(x, y)
+    assert again.alpha_ == model.alpha_
+
+
+def test_clone_starts_afresh():
+    model = Recalibrated(Scripted(), confidence_level=0.8, windows=(10,))
+    for x, y in alternating(100):
+        model.learn_one(x, y)
+    fresh = model.clone()
+    assert fresh.confidence_level == 0.8 and fresh.windows == (10,)
+    assert fresh.n_updates_ == 0 and fresh.alpha_ == pytest.approx(0.2)
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"confidence_level": 1.0}, "confidence_level"),
+    ({"confidence_level": True}, "confidence_level"),
+    ({"step": 0.0}, "step"),
+    ({"level_step": 1.5}, "level_step"),
+    ({"levels": (1.5,)}, "levels"),
+    ({"levels": (0.5, 0.5)}, "levels"),
+    ({"levels": "abc"}, "levels"),
+    ({"windows": (1,)}, "windows"),
+    ({"windows": 5}, "windows"),
+    ({"margin": -1.0}, "margin"),
+    ({"margin": math.inf}, "margin"),
+])
+def test_bad_parameters_are_rejected_by_name(params, match):
+    with pytest.raises(ValueError, match=match):
+        Recalibrated(Scripted(), **params)
+
+
+def test_a_bad_target_is_refused_before_anything_changes():
+    model = Recalibrated(Scripted())
+    with pytest.raises(ValueError, match="target"):
+        model.learn_one({"m": 0.0, "s": 1.0}, math.nan)
+    assert model.n_updates_ == 0 and model.regressor.n == 0
+
+
+def test_point_prediction_is_the_wrapped_model_s():
+    x = {"m": 1.5, "s": 2.0}
+    model = Recalibrated(Scripted())
+    assert model.predict_one(x) == 1.5
+
+
+def test_with_interval_is_the_distribution_s_central_interval():
+    model = Recalibrated(Scripted(), confidence_level=0.8)
+    for x, y in alternating(400, every=50):
+        model.learn_one(x, y)
+    x = {"m": 0.0, "s": 1.0, "mix": True}
+    assert 0.0 < model.alpha_ < 1.0
+    interval = model.predict_one(x, with_interval=True)
+    assert isinstance(interval, Interval)
+    dist = model.predict_one(x, with_dist=True)
+    assert dist.cdf(interval.lower) == pytest.approx(0.1, abs=1e-12)
+    assert dist.cdf(interval.upper) == pytest.approx(0.9, abs=1e-12)
+
+
+def test_wraps_river_s_bayesian_linear_regression():
+    from river import datasets
+
+    model = Recalibrated(preprocessing.StandardScaler() | linear_model.BayesianLinearRegression())
+    cov = metrics.IntervalCoverage(0.9)
+    for x, y in datasets.TrumpApproval():
+        cov.update(y, model.predict_one(x, with_dist=True))
+        model.learn_one(x, y)
+    assert 0.87 < cov.get() < 0.93
+
+
+# ---------------------------------------------------------------------------------------------
+# The recalibrated distribution: proper, and scored exactly
+# ---------------------------------------------------------------------------------------------
+
+
+@st.composite
+def recalibrated(draw):
+    n = draw(st.integers(0, 5))
+    # knots at least 1e-4 apart (Recalibrated keeps its own apart), down to 1e-6 from 0 and 1
+    levels = st.lists(st.floats(1e-6, 1 - 1e-6), min_size=n, max_size=n).filter(
+        lambda v: n < 2 or np.diff(sorted(v)).min() > 1e-4)
+    ku = sorted(draw(levels))
+    kp = sorted(draw(levels))
+    mu = draw(st.floats(-1e3, 1e3))
+    sd = draw(st.floats(1e-3, 1e3))
+    if draw(st.booleans()):
+        k = draw(st.integers(2, 6))
+        rng = np.random.default_rng(draw(st.integers(0, 2**31)))
+        base = GaussianMixture(rng.uniform(0.1, 1.0, k), mu + sd * rng.normal(0, 2.0, k),
+                               (sd * rng.uniform(0.2, 1.0, k)) ** 2)
+    else:
+        base = gaussian(mu, sd * sd)
+    return RecalibratedDistribution(base, [0.0, *ku, 1.0], [0.0, *kp, 1.0])
+
+
+@settings(max_examples=25, deadline=None)
+@given(recalibrated())
+def test_recalibrated_distribution_is_proper(G):
+    lo, hi = G.quantile(np.array([1e-12, 1 - 1e-12]))
+    # the CDF rises from 0 to 1, its survival function is its complement
+    grid = np.union1d(np.linspace(lo, hi, 20001), G._kinks())
+    c, s = G.cdf_sf(grid)
+    assert (np.diff(c) >= 0).all() and (np.diff(s) <= 0).all()
+    assert c[0] < 1e-9 and c[-1] > 1 - 1e-9
+    np.testing.assert_allclose(c + s, 1.0, atol=1e-12)
+    # a log density finite where the base's is
+    logp = G.log_pdf(grid)
+    assert np.isfinite(logp).all()
+    # the density integrates to the map's rise on each of its segments (numerical integration
+    # between the quantiles at the knots), so to 1 over the line
+    outer = G.quantile(np.array([1e-13, 1.0 - 1e-13]))
+    ends = np.concatenate(([outer[0]], G._kinks(), [outer[1]]))
+    for a, b, rise in zip(ends[:-1], ends[1:], np.diff(G.knots_p)):
+        mass = integrate.quad(G, a, b, limit=200, epsabs=1e-11)[0]
+        assert mass == pytest.approx(rise, rel=1e-6, abs=1e-9 + 1e-13)
+    # and it is the CDF's derivative (central differences away from the kinks)
+    mid = 0.5 * (ends[1:-1][:-1] + ends[1:-1][1:]) if G._kinks().size > 1 else G.quantile(
+        np.array([0.3, 0.6]))
+    for x in np.atleast_1d(mid):
+        h = min(1e-5 * float(G._parts.s.min()),
+                1e-3 * float(np.abs(np.append(G._kinks(), np.inf) - x).min()))
+        slope = (G.cdf(x + h) - G.cdf(x - h)) / (2.0 * h)
+        assert G(x) == pytest.approx(slope, rel=1e-4, abs=1e-9)
+    # the quantile function inverts the CDF
+    p = np.array([0.01, 0.05, 0.3, 0.5, 0.8, 0.99])
+    np.testing.assert_allclose(G.cdf(G.quantile(p)), p, atol=1e-9)
+
+
+@settings(max_examples=20, deadline=None)
+@given(recalibrated(), st.floats(-4.0, 4.0))
+def test_crps_from_the_cdf_equals_numerical_integration(G, where):
+    sd = G.sigma
+    for y in (G.mu + where * sd, G.mu + 1e6 * sd, G.mu - 50.0 * sd):
+        b = np.unique(np.append(G.crps_breaks(), y))
+        lower = integrate.quad(lambda z: G.cdf(z) ** 2, -np.inf, b[0])[0]
+        upper = integrate.quad(lambda z: G.sf(z) ** 2, b[-1], np.inf)[0]
+        inner = sum(integrate.quad(lambda z, y=y: (G.cdf(z) - (z >= y)) ** 2, a, c, limit=200,
+                                   epsabs=1e-13 * sd)[0] for a, c in zip(b[:-1], b[1:]))
+        expected = lower + inner + upper
+        assert crps(G, y) == pytest.approx(expected, rel=1e-7, abs=1e-9 * sd)
+
+
+def test_crps_from_the_cdf_of_an_unmapped_distribution_is_the_closed_form():
+    F = gaussian(1.0, 4.0)
+    same = RecalibratedDistribution(F, [0.0, 1.0], [0.0, 1.0])
+    for y in (-30.0, 0.0, 1.0, 2.7, 1e5):
+        assert crps(same, y) == pytest.approx(crps_gaussian(1.0, 2.0, y), rel=1e-12)
+    mix = GaussianMixture([0.2, 0.5, 0.3], [-3.0, 0.0, 4.0], [0.5, 1.0, 2.0])
+    same = RecalibratedDistribution(mix, [0.0, 1.0], [0.0, 1.0])
+    for y in (-5.0, 0.3, 6.0):
+        expected = crps_mixture(mix.weights, mix.means, np.sqrt(mix.variances), y)
+        assert crps(same, y) == pytest.approx(expected, rel=1e-11)
+    from scipy.special import ndtr
+    assert crps_from_cdf(ndtr, 0.0, np.linspace(-9, 9, 19)) == pytest.approx(
+        crps_gaussian(0.0, 1.0, 0.0), rel=1e-13)
+
+
+def test_metrics_score_the_recalibrated_distribution_exactly():
+    mix = GaussianMixture([0.4, 0.6], [-1.0, 2.0], [1.0, 0.5])
+    G = RecalibratedDistribution(mix, [0.0, 0.02, 0.3, 0.7, 0.99, 1.0],
+                                 [0.0, 0.05, 0.25, 0.75, 0.95, 1.0])
+    for y in (-4.0, -1.0, 0.4, 2.2, 5.0):
+        pll, cov90, cov50, score = (metrics.PredictiveLogLikelihood(),
+                                    metrics.IntervalCoverage(0.9), metrics.IntervalCoverage(0.5),
+                                    metrics.CRPS())
+        for m in (pll, cov90, cov50, score):
+            m.update(y, G)
+        g = G.cdf(y)
+        assert pll.get() == G.log_pdf(y)
+        # the log density is the map's slope times the mixture's density
+        seg = np.searchsorted(G.knots_u, mix.cdf(y), side="right") - 1
+        slope = np.diff(G.knots_p)[seg] / np.diff(G.knots_u)[seg]
+        assert G.log_pdf(y) == pytest.approx(math.log(slope) + mix.log_pdf(y), rel=1e-12)
+        assert cov90.get() == float(0.05 <= g <= 0.95)
+        assert cov50.get() == float(0.25 <= g <= 0.75)
+        assert score.get() == crps(G, y)
+    # the moments, against quadrature of the density
+    m1 = integrate.quad(lambda z: z * G(z), -np.inf, np.inf, limit=200)[0]
+    m2 = integrate.quad(lambda z: (z - m1) ** 2 * G(z), -np.inf, np.inf, limit=200)[0]
+    assert G.mu == pytest.approx(m1, rel=1e-7) and G.sigma == pytest.approx(m2 ** 0.5, rel=1e-7)
+
+
+def test_the_distribution_is_not_a_number():
+    G = RecalibratedDistribution(gaussian(0.0, 1.0), [0.0, 1.0], [0.0, 1.0])
+    with pytest.raises(TypeError, match="not a number"):
+        1.0 - G
+
+
+@pytest.mark.parametrize("ku, kp", [([0.0, 0.5, 0.5, 1.0], [0.0, 0.3, 0.6, 1.0]),
+                                    ([0.1, 1.0], [0.0, 1.0]), ([0.0, 1.0], [0.0, 0.9])])
+def test_a_map_that_is_not_strictly_increasing_from_0_to_1_is_refused(ku, kp):
+    with pytest.raises(ValueError, match="knots"):
+        RecalibratedDistribution(gaussian(0.0, 1.0), ku, kp)
+
+
+# ---------------------------------------------------------------------------------------------
+# The command line
+# ---------------------------------------------------------------------------------------------
+
+
+def test_cli_recalibrate_adds_the_recalibrated_row(tmp_path, capsys):
+    import json
+
+    from river_doebe import cli, datasets
+    from river_doebe.evaluate import progressive_scores
+
+    out = tmp_path / "run.json"
+    argv = ["evaluate", "--stream", "drift", "--n", "400", "--model", "doe-linear",
+            "--n-warmup", "100", "--n-samples", "1", "--starts", "1.0", "--no-peers",
+            "--no-progress", "--recalibrate", "--json", str(out)]
+    assert cli.main(argv) == 0
+    table = capsys.readouterr().out
+    runs = json.loads(out.read_text())["results"]
+    assert [r["key"] for r in runs] == ["doe-linear", "doe-linear-recalibrated"]
+    assert f"{cli.MODELS['doe-linear'].label} recalibrated" in table
+    # the row is the wrapped model's, scored as any model is
+    settings = {"n_warmup": 100, "n_samples": 1, "starts": (1.0,), "seed": 0}
+    model = Recalibrated(cli.MODELS["doe-linear"].factory(settings))
+    expected = progressive_scores(
+        datasets.Drift(n_samples=400), model,
+        {"cov90": metrics.IntervalCoverage(0.9), "CRPS": metrics.CRPS()}).scores
+    assert runs[1]["scores"]["cov90"] == pytest.approx(expected["cov90"])
+    assert runs[1]["scores"]["CRPS"] == pytest.approx(expected["CRPS"], rel=1e-9)
+    with pytest.raises(SystemExit):
+        cli.main(["evaluate", "--recalibrate", "--bogus"])
