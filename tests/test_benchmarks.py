@@ -338,6 +338,20 @@ def test_scaleout_writes_every_row_its_rates_ratios_and_the_recovery(tmp_path):
         (recovery,) = r["recovery"]["recoveries"]
         assert recovery["shard"] == 0 and recovery["seconds"] > 0
         assert r["memory"]["bytes_per_key"] > 0
+        # the pipelined calls and the calls one at a time, on 1 and 2 shards (--tiny: calls of 100)
+        assert set(r["pipelined"]) == {
+            "pipelined, calls of 100", "one call at a time, calls of 100"}
+        for entry in r["pipelined"].values():
+            one, two = entry["1 shard"], entry["2 shards"]
+            assert one["calls"] == two["calls"] == -(-r["records"] // 100)
+            assert entry["2 shards / 1 shard"] == pytest.approx(
+                two["records_per_s"] / one["records_per_s"])
+    # the state-size rows: each key's shard rebuilt from its base, then with the log replayed
+    (state,) = payload["state_size"]
+    assert state["n_keys"] == 8 and state["state_bytes"] > 0 and state["rows_replayed"] > 0
+    assert min(state[k] for k in ("checkpoint_s", "restore_s", "recovery_base_only_s",
+                                  "recovery_with_log_s")) > 0
+    assert "against the state's size" in (tmp_path / "scaleout.md").read_text()
 
 
 def _doc(methods, streams):

@@ -2,11 +2,11 @@
 
 The records of :class:`~river_doebe.datasets.KeyedDrift` (``N`` keys, ``--n`` records, 1,000
 per key by default) go through :class:`river_doebe.distributed.KeyedModels` holding one
-``--model`` (default ``EDOEBE``) per key, in calls of `CALL` records, each record predicted
-before it is learnt. The summary gives each key's nMSE (its MSE over the variance of its
-targets) and PLL (the mean log predictive density of its targets) as their mean and quantiles
-over the keys, the records per second (Ray's and the actors' start excluded, reported apart) and
-each shard's keys and memory (its models pickled).
+``--model`` (default ``EDOEBE``) per key, in calls of `CALL` records, pipelined
+(``iter_predict_learn``), each record predicted before it is learnt. The summary gives each
+key's nMSE (its MSE over the variance of its targets) and PLL (the mean log predictive density
+of its targets) as their mean and quantiles over the keys, the records per second (Ray's and the
+actors' start excluded, reported apart) and each shard's keys and memory (its models pickled).
 
 The warm-up settings are those of the single-stream run; without ``--n-warmup`` each key warms
 up on a fifth of its records (at most the default 1,000, at least 50).
@@ -189,12 +189,12 @@ def cmd_keyed(
         start = time.perf_counter()
         with bar, warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            for i in range(0, n, CALL):
-                part = slice(i, i + CALL)
-                predictions += keyed.predict_learn_many(
-                    keys[part], X[part], y[part], with_dist=spec.has_dist
-                )
-                bar.update(len(keys[part]))
+            starts = range(0, n, CALL)
+            calls = ((keys[i : i + CALL], X[i : i + CALL], y[i : i + CALL]) for i in starts)
+            # pipelined: the driver checks and sends the next calls while the shards work
+            for answers in keyed.iter_predict_learn(calls, with_dist=spec.has_dist):
+                predictions += answers
+                bar.update(len(answers))
         elapsed = time.perf_counter() - start
         memory = keyed.memory()
         n_shards = len(keyed.shards)
