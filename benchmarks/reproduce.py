@@ -511,7 +511,8 @@ class Runner:
         self.streams = streams
         self.out = out
         self.fits = Fits(cfg, self.log)
-        self.runs: dict = {}  # (stream, warmup, trial, method.key) -> result
+        # (stream, warmup, trial, method.key, calibration scored) -> result
+        self.runs: dict = {}
         self.t0 = time.perf_counter()
 
     def log(self, msg: str) -> None:
@@ -546,7 +547,9 @@ class Runner:
             per_method = {m.label: {"trials": []} for m in methods}
             for trial in range(trials):
                 for m in methods:
-                    key = (name, warmup, trial, m.key)
+                    # (a run reused from another experiment must have scored what this one
+                    # reports: the stacking experiment's calibration)
+                    key = (name, warmup, trial, m.key, experiment == "stacking")
                     if key not in self.runs:
                         try:
                             fitted = [mem for fam in m.families

@@ -5,11 +5,16 @@ stream (Friedman #1, 20,000 samples), so each sample pays for a ``predict_one`` 
 ``learn_one`` exactly as a river user's loop does; the block rows feed the same stream through
 ``predict_learn_many`` (blocks of 256 rows, the same predictions bit for bit). Numba compilation
 happens in a short run first and is not timed. The thread count is the library's
-(``river_doebe.num_threads``): "1 thread" rows pin it to one, "all threads" rows use every thread
-Numba has. The script prints a table and writes JSON (default
-``benchmarks/results/throughput.json``) with the machine's core and thread counts.
+(``river_doebe.num_threads``): "1 thread" rows pin it to one; "all threads" rows are the
+library's default, where each stack times its serial and parallel kernels on the stream and
+runs the faster (``river_doebe.engine.threads.Pace``; ``parallel_share`` says how many of its
+calls ran on the threads); "threads forced" rows set the thread count to every thread Numba has,
+which runs the parallel kernels on every call, as the library did before it timed them. The
+script prints a table and writes JSON (default ``benchmarks/results/throughput.json``) with the
+machine's core and thread counts and its load (``os.getloadavg``) before and after.
 
     python benchmarks/throughput.py [--n 20000] [--repeats 3] [--out FILE] [--no-threshold]
+                                    [--no-busy] [--only-busy] [--busy-n 4000]
 
 Rows and targets (ratios within one run):
 
@@ -19,24 +24,37 @@ Rows and targets (ratios within one run):
 - the 90-member ensemble of 100-feature learners (weight floor 0: every member stays live) per
   sample with 1 thread and with all threads (target: all >= 1.6x one), and through
   ``predict_learn_many`` with 1 and all threads (target: all threads >= 2.2x the one-thread
-  per-sample rate); the same ensemble with the paper's and the default weight floors;
+  per-sample rate); the same ensemble with the paper's and the default weight floors, and with
+  the threads forced;
 - ``EDOEBE()`` as a user gets it, on the 20,000 samples, per sample and in blocks (its
   warm-up on the first 1,000 samples included and reported apart), and the same with online
   stacking (``weighting="stacking", delta=0``): what stacking costs in time;
 - the default warm-up on 1,000 samples of 21 inputs, serial and on every thread (target:
   parallel <= 0.65x serial);
+- ``busy``: the same machine with two CPU-bound processes of another program beside the
+  benchmark (a Python busy loop each, started by the script, ended by it whatever happens and
+  bounded by a deadline of their own): the 90-member ensemble and ``EDOEBE()`` after its
+  warm-up (fitted once, then loaded from its pickle for each run), per sample and in blocks, on
+  1 thread and with the default threads (target: default >= 0.8x one thread), and the
+  warm-up on 1 thread and on all (target: not slower than one thread). The machine's own load
+  before the busy processes start is written beside them. ``--only-busy`` measures these rows
+  alone and puts them into an existing results file, keeping its other rows;
 - ``threshold``: stacks of ``M`` members of ``F`` features per sample, one thread against all
   threads with the parallel sweep forced, to place ``PARALLEL_MIN_WORK`` and
-  ``PARALLEL_MIN_MEMBERS`` (where the parallel sweep starts to pay).
+  ``PARALLEL_MIN_MEMBERS`` (below them a stack does not even time its threads).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import datetime
 import json
 import os
 import pickle
 import platform
+import subprocess
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -53,7 +71,8 @@ from river_doebe.basis import HilbertGP, RandomFourierFeatures, RBFNetwork
 from river_doebe.datasets import Friedman1
 
 BLOCK = 256
-ALL = None  # the library's "every thread"
+ALL = None  # the library's default: every thread Numba has, where it pays (timed)
+FORCED = numba.config.NUMBA_NUM_THREADS  # an explicit count: the parallel kernels every call
 
 
 def ensemble_90(weight_floor: float) -> EDOEBE:
@@ -90,6 +109,10 @@ def candidates():
         f"{e90} (no floor: all live), blocks, 1 thread": (lambda: ensemble_90(0.0), "block", 1),
         f"{e90} (no floor: all live), blocks, all threads": (lambda: ensemble_90(0.0), "block",
                                                              ALL),
+        f"{e90} (no floor: all live), per sample, threads forced": (lambda: ensemble_90(0.0),
+                                                                    "sample", FORCED),
+        f"{e90} (no floor: all live), blocks, threads forced": (lambda: ensemble_90(0.0),
+                                                                "block", FORCED),
         f"{e90} (the paper's floor 1e-16), per sample": (lambda: ensemble_90(1e-16), "sample",
                                                          ALL),
         f"{e90} (default floor 1e-100), per sample": (lambda: ensemble_90(1e-100), "sample",
@@ -124,6 +147,7 @@ def run_one(make, data, repeats, path):
         stream(model, data[:half], path)
         paused = time.perf_counter()
         mid_mem = state_bytes(model)
+        share_half = parallel_share(model, path)
         resumed = time.perf_counter()
         mae = stream(model, data[half:], path)
         elapsed = time.perf_counter() - resumed + (paused - start)
@@ -135,7 +159,26 @@ def run_one(make, data, repeats, path):
         "mae_second_half": mae,
         "state_bytes_half": mid_mem,
         "state_bytes_end": end_mem,
+        # the pickle at half time started the timing again: the second half's share
+        "parallel_share": _merge_share(share_half, parallel_share(model, path)),
     }
+
+
+def parallel_share(model, path: str):
+    """The share of the stack's calls that ran on the threads under the default setting
+    (``None``: no stack, or every call decided by an explicit thread count or the size)."""
+    engine = getattr(model, "_engine", None)
+    if engine is None or not hasattr(engine, "_pace"):
+        return None
+    pace = engine._pace if path == "sample" else engine._block_pace
+    return None if not pace.calls else (pace.parallel_calls, pace.calls)
+
+
+def _merge_share(*shares):
+    shares = [s for s in shares if s is not None]
+    if not shares:
+        return None
+    return sum(s[0] for s in shares) / sum(s[1] for s in shares)
 
 
 #: ``EDOEBE`` as a user gets it, and with online stacking in place of model averaging and
@@ -170,6 +213,7 @@ def drop_in(data, path: str, n_warmup: int = 1000, make=DROP_INS["EDOEBE()"]) ->
         "warmup_seconds": warm - start,
         "members": len(model.members),
         "live_members_at_end": int((model.weights > 0).sum()),
+        "parallel_share": _merge_share(parallel_share(model, path)),
         "state_bytes_half": state_bytes(model),
         "state_bytes_end": state_bytes(model),
     }
@@ -206,10 +250,10 @@ def threshold(data, sizes=(1, 2, 4, 8, 16, 32, 64), features=(25, 50, 100),
     """Per-sample rates of ``DOEBE`` stacks of ``M`` dynamic members of ``F`` features on one
     thread and on all threads with the parallel sweep forced (``PARALLEL_MIN_WORK`` and
     ``PARALLEL_MIN_MEMBERS`` at 0), the two runs interleaved, best of ``repeats`` each: where the
-    ratio passes 1 is where the parallel sweep pays."""
+    ratio passes 1 is where the parallel sweep pays (on this machine, in its present state)."""
     rows = []
     saved = threads.PARALLEL_MIN_WORK, threads.PARALLEL_MIN_MEMBERS
-    settings = {"one": (1, saved), "all": (ALL, (0, 0))}
+    settings = {"one": (1, saved), "all": (FORCED, (0, 0))}
     try:
         for F in features:
             for M in sizes:
@@ -241,6 +285,108 @@ def threshold(data, sizes=(1, 2, 4, 8, 16, 32, 64), features=(25, 50, 100),
     return rows
 
 
+#: the busy processes' own deadline (s): they end then even if this script is killed
+HOG_DEADLINE = 3600
+_HOG = "import time\nend = time.monotonic() + {deadline}\nwhile time.monotonic() < end:\n    pass\n"
+
+
+@contextlib.contextmanager
+def busy_machine(n: int = 2, deadline: float = HOG_DEADLINE):
+    """``n`` CPU-bound processes of another program (a Python busy loop each) beside this one,
+    for the ``with`` block; ended when it ends, whatever ends it (an error, Ctrl-C), and ending
+    by themselves after ``deadline`` seconds should this process die first."""
+    hogs = []
+    try:
+        for _ in range(n):
+            hogs.append(subprocess.Popen([sys.executable, "-c", _HOG.format(deadline=deadline)],
+                                         stdin=subprocess.DEVNULL))
+        time.sleep(1.0)  # let them take their share before anything is timed
+        yield hogs
+    finally:
+        for hog in hogs:
+            hog.terminate()
+        for hog in hogs:
+            try:
+                hog.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                hog.kill()
+                hog.wait()
+
+
+def _rate_pairs(runs: dict, repeats: int) -> dict:
+    """Each run of ``runs`` (``name: (make, path, data)``) on 1 thread and with the default
+    threads, the runs interleaved, best of ``repeats`` each, and their ratio."""
+    rows = {}
+    for _ in range(repeats):
+        for name, (make, path, data) in runs.items():
+            for label, n_threads in (("1 thread", 1), ("default threads", ALL)):
+                with river_doebe.num_threads(n_threads):
+                    model = make()
+                    start = time.perf_counter()
+                    stream(model, data, path)
+                    seconds = time.perf_counter() - start
+                row = rows.setdefault(name, {"path": path, "samples": len(data)})
+                entry = row.setdefault(label, {"seconds_all": [], "parallel_share_all": []})
+                entry["seconds_all"].append(seconds)
+                entry["parallel_share_all"].append(_merge_share(parallel_share(model, path)))
+            print(f"  busy {name}: " + ", ".join(
+                f"{label} {len(data) / rows[name][label]['seconds_all'][-1]:.0f}/s"
+                for label in ("1 thread", "default threads")) + f" (load {_load()[0]:.1f})",
+                flush=True)
+    for row in rows.values():
+        for label in ("1 thread", "default threads"):
+            entry = row[label]
+            entry["seconds_best"] = min(entry["seconds_all"])
+            entry["samples_per_second"] = row["samples"] / entry["seconds_best"]
+        row["default / 1 thread"] = (row["default threads"]["samples_per_second"]
+                                     / row["1 thread"]["samples_per_second"])
+    return rows
+
+
+def busy_rows(n: int, repeats: int) -> dict:
+    """The ``busy`` rows (see the module docstring)."""
+    data = list(Friedman1(n_samples=1000 + n, seed=0))
+    with river_doebe.num_threads(1):
+        fitted = EDOEBE(seed=0)
+        stream(fitted, data[:1000], "sample")  # the warm-up, once, before the busy processes
+    blob = pickle.dumps(fitted)
+    runs = {
+        "E-DOEBE, 90 members x 100 features (no floor: all live), per sample":
+            (lambda: ensemble_90(0.0), "sample", data[1000:]),
+        "E-DOEBE, 90 members x 100 features (no floor: all live), blocks":
+            (lambda: ensemble_90(0.0), "block", data[1000:]),
+        "EDOEBE() after its warm-up, per sample": (lambda: pickle.loads(blob), "sample",
+                                                   data[1000:]),
+        "EDOEBE() after its warm-up, blocks": (lambda: pickle.loads(blob), "block", data[1000:]),
+    }
+    load_before = _load()
+    started = datetime.datetime.now().isoformat(timespec="seconds")
+    with busy_machine(2) as hogs:
+        load_with = _load()
+        rows = _rate_pairs(runs, repeats)
+        warmup = time_warmups(repeats)
+        load_after = _load()
+        ended_alive = sum(h.poll() is None for h in hogs)
+    warmup["ratio_parallel_to_serial"] = (warmup["parallel"]["seconds_best"]
+                                          / warmup["serial"]["seconds_best"])
+    return {
+        "busy_processes": 2,
+        "busy_program": "python busy loop (one process each)",
+        "busy_processes_alive_at_end": ended_alive,
+        "started": started,
+        "samples_after_warmup": n,
+        "load_before_busy_processes": load_before,
+        "load_once_started": load_with,
+        "load_at_end": load_after,
+        "rows": rows,
+        "warmup": warmup,
+    }
+
+
+def _load():
+    return [round(v, 2) for v in os.getloadavg()] if hasattr(os, "getloadavg") else None
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=20_000, help="stream length")
@@ -248,8 +394,26 @@ def main(argv=None):
     parser.add_argument("--out", type=Path, default=HERE / "results" / "throughput.json")
     parser.add_argument("--no-threshold", action="store_true",
                         help="skip the parallel-threshold rows")
+    parser.add_argument("--no-busy", action="store_true", help="skip the busy-machine rows")
+    parser.add_argument("--only-busy", action="store_true",
+                        help="measure the busy-machine rows only, into an existing --out file")
+    parser.add_argument("--busy-n", type=int, default=4000,
+                        help="samples after the warm-up in the busy rows")
     args = parser.parse_args(argv)
 
+    if args.only_busy:
+        payload = json.loads(args.out.read_text())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            payload["busy"] = busy_rows(args.busy_n, args.repeats)
+        payload["busy"]["threading_layer"] = _threading_layer()
+        payload["busy"]["gomp_spincount"] = os.environ.get("GOMP_SPINCOUNT")
+        _print_busy(payload["busy"])
+        args.out.write_text(json.dumps(payload, indent=2))
+        print(f"wrote the busy rows into {args.out}")
+        return payload
+
+    load_start = _load()
     data = list(Friedman1(n_samples=args.n, seed=0))
     warm = data[:300]
     results = {}
@@ -282,6 +446,8 @@ def main(argv=None):
         warmup["ratio_parallel_to_serial"] = (warmup["parallel"]["seconds_best"]
                                               / warmup["serial"]["seconds_best"])
         crossover = [] if args.no_threshold else threshold(data[:6000])
+        load_quiet_end = _load()
+        busy = None if args.no_busy else busy_rows(args.busy_n, args.repeats)
 
     ref = results["river BayesianLinearRegression"]["samples_per_second"]
     for r in results.values():
@@ -295,6 +461,10 @@ def main(argv=None):
             results[f"{e90}, blocks, all threads"]["samples_per_second"] / one,
         "90 members in blocks, 1 thread / per sample 1 thread":
             results[f"{e90}, blocks, 1 thread"]["samples_per_second"] / one,
+        "90 members per sample, threads forced / 1 thread":
+            results[f"{e90}, per sample, threads forced"]["samples_per_second"] / one,
+        "90 members in blocks, threads forced / per sample 1 thread":
+            results[f"{e90}, blocks, threads forced"]["samples_per_second"] / one,
         "DOBE / river BLR": results["DOBE, 100 RFF features"]["speed_ratio_vs_river_blr"],
         "EDOEBE() blocks / per sample (after the warm-up)":
             results[drop_in_name("EDOEBE()", args.n, "block")]["samples_per_second"]
@@ -322,6 +492,8 @@ def main(argv=None):
               f"thread(s)): {w['seconds_best']:.1f} s ({w['members']} members)")
     for name, value in ratios.items():
         print(f"{name}: {value:.2f}")
+    if busy is not None:
+        _print_busy(busy)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "stream": f"Friedman #1, {args.n} samples, 10 features",
@@ -333,7 +505,12 @@ def main(argv=None):
             else os.cpu_count(),
             "numba_threads": numba.config.NUMBA_NUM_THREADS,
             "numba_threading_layer": _threading_layer(),
+            "gomp_spincount": os.environ.get("GOMP_SPINCOUNT"),
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
         },
+        "measured": datetime.datetime.now().isoformat(timespec="seconds"),
+        "load_at_start": load_start,
+        "load_at_end_of_quiet_rows": load_quiet_end,
         "threads_all": river_doebe_threads(ALL),
         "parallel_min_work": threads.PARALLEL_MIN_WORK,
         "parallel_min_members": threads.PARALLEL_MIN_MEMBERS,
@@ -343,10 +520,23 @@ def main(argv=None):
         "ratios": ratios,
         "warmup": warmup,
         "threshold": crossover,
+        "busy": busy,
     }
     args.out.write_text(json.dumps(payload, indent=2))
     print(f"wrote {args.out}")
     return payload
+
+
+def _print_busy(busy: dict) -> None:
+    print(f"busy machine (2 busy processes beside it; load before them "
+          f"{busy['load_before_busy_processes']}, at the end {busy['load_at_end']}):")
+    for name, row in busy["rows"].items():
+        print(f"  {name}: 1 thread {row['1 thread']['samples_per_second']:.0f}/s, default "
+              f"{row['default threads']['samples_per_second']:.0f}/s "
+              f"({row['default / 1 thread']:.2f}x)")
+    w = busy["warmup"]
+    print(f"  warm-up: 1 thread {w['serial']['seconds_best']:.1f} s, all "
+          f"{w['parallel']['seconds_best']:.1f} s ({w['ratio_parallel_to_serial']:.2f}x)")
 
 
 def _threading_layer() -> str:

@@ -12,9 +12,15 @@ attributes (``river_doebe.metrics``), loaded on first use: importing the package
 the datasets, the metrics or the command line.
 
 The thread count of the member sweeps and the warm-up is the library's, for every model of the
-process: ``river_doebe.set_num_threads(1)`` (e.g. one model per process in a pool),
+process. By default (``None``) each large ensemble times its one-thread and all-thread kernels
+on the stream and runs the faster, so a busy machine falls back to one thread on its own. An
+explicit count always wins: ``river_doebe.set_num_threads(1)`` (never parallel, e.g. one model
+per process in a pool), ``set_num_threads(n)`` with ``n >= 2`` (the threads always, untimed),
 ``with river_doebe.num_threads(1): ...`` for a block of code, or the environment variable
-``RIVER_DOEBE_THREADS``; ``river_doebe.get_num_threads()`` reads it.
+``RIVER_DOEBE_THREADS`` (a number, or ``auto``); ``river_doebe.get_num_threads()`` reads the
+count. Unless ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` is set, importing the package sets
+``GOMP_SPINCOUNT`` so that an idle OpenMP thread stops spinning after about half a millisecond
+(see :mod:`river_doebe.engine.threads`).
 
 Many keyed streams (a model per key, the keys spread over Ray actors) are
 :class:`river_doebe.distributed.KeyedModels`, with Ray as an optional dependency

@@ -9,10 +9,15 @@ The policy, shared by every estimator of the package (the README's "Input policy
   emit only the active keys) when the model can take it exactly; otherwise the new feature is
   ignored with one warning that names it. ``predict_one`` never changes the schema: a feature it
   has not seen is ignored.
-- A schema feature missing from a sample counts as ``0.0``.
-- Values must be real numbers (``bool`` counts as 0/1). A value of another type raises
-  ``TypeError``; NaN, infinity or a number too large for a float raises ``ValueError``. Both name
-  the feature, and both are raised before the estimator touches its state.
+- An empty dict is a valid sample with no active feature (a first empty sample fixes an empty
+  schema, which grows as features arrive).
+- A schema feature missing from a sample takes the model's ``fill`` value: ``0.0`` for a model
+  that uses its inputs as given, NaN (a missing value, resolved by the model's standardisation)
+  for one that standardises them (:class:`river_doebe.EDOEBE`).
+- Values must be real numbers: ``bool`` and NumPy's ``bool_`` count as 0/1, and every NumPy
+  integer and float type is a number. A value of another type raises ``TypeError``; NaN,
+  infinity or a number too large for a float raises ``ValueError``. Both name the feature, and
+  both are raised before the estimator touches its state.
 """
 
 from __future__ import annotations
@@ -26,6 +31,10 @@ import numpy as np
 __all__ = ["Schema", "check_row", "check_target", "check_targets"]
 
 _FAST_TYPES = frozenset({float, int, np.float64, np.float32, np.int64, np.int32})
+
+
+def _no_values(x):
+    return ()
 
 
 def _sort_key(name):
@@ -55,10 +64,9 @@ class Schema:
 
     @classmethod
     def from_sample(cls, x: dict) -> Schema:
+        """The schema of a first sample (an empty sample gives the empty schema)."""
         if not isinstance(x, dict):
             raise TypeError(f"expected a dict of features, got {type(x).__name__}")
-        if not x:
-            raise ValueError("the first sample has no features, so no input schema can be fixed")
         return cls(x.keys())
 
     def __len__(self) -> int:
@@ -71,6 +79,9 @@ class Schema:
         self.names = names
         self.index = {name: i for i, name in enumerate(names)}
         # all features present (the usual case): one C-level lookup of every value
+        if not names:
+            self._get = _no_values
+            return
         getter = operator.itemgetter(*names)
         self._get = getter if len(names) > 1 else (lambda x: (getter(x),))
 
@@ -87,25 +98,39 @@ class Schema:
         except KeyError:
             return [x.get(name, 0.0) for name in self.names], True
 
-    def to_array(self, x: dict) -> np.ndarray:
+    def to_array(self, x: dict, fill: float = 0.0) -> np.ndarray:
         """Return the sample as a float64 array in schema order, validating every value used
-        (a key that is not in the schema is ignored)."""
-        return self._convert(self._values(x)[0])
+        (a key that is not in the schema is ignored; a schema feature that ``x`` lacks takes
+        the value ``fill``)."""
+        vals, missing = self._values(x)
+        return self._filled(self._convert(vals), x, fill) if missing else self._convert(vals)
 
-    def to_array_and_new(self, x: dict) -> tuple[np.ndarray, list]:
+    def to_array_and_new(self, x: dict, fill: float = 0.0) -> tuple[np.ndarray, list]:
         """:meth:`to_array` and the keys of ``x`` that are not in the schema (usually none,
         which costs one ``len`` check)."""
-        vals, new = self.values_and_new(x)
-        return self._convert(vals), new
-
-    def values_and_new(self, x: dict) -> tuple[tuple | list, list]:
-        """The values of ``x`` in schema order (0 for a missing key), not converted nor checked
-        (a batch's rows are checked whole with :func:`check_row` first), and the keys of ``x``
-        that are not in the schema."""
         vals, missing = self._values(x)
+        z = self._filled(self._convert(vals), x, fill) if missing else self._convert(vals)
         if not missing and len(x) == len(self.names):
-            return vals, []
+            return z, []
+        return z, [k for k in x if k not in self.index]
+
+    def values_and_new(self, x: dict, fill: float = 0.0) -> tuple[tuple | list, list]:
+        """The values of ``x`` in schema order (``fill`` for a missing key), not converted nor
+        checked (a batch's rows are checked whole with :func:`check_row` first), and the keys of
+        ``x`` that are not in the schema."""
+        vals, missing = self._values(x)
+        if not missing:
+            if len(x) == len(self.names):
+                return vals, []
+        elif fill != 0.0:
+            vals = [x.get(name, fill) for name in self.names]
         return vals, [k for k in x if k not in self.index]
+
+    def _filled(self, z: np.ndarray, x: dict, fill: float) -> np.ndarray:
+        """``z`` (missing keys at 0, as validated) with ``fill`` where ``x`` lacks a feature."""
+        if fill != 0.0:
+            z[[i for i, name in enumerate(self.names) if name not in x]] = fill
+        return z
 
     def new_names(self, x: dict) -> list:
         """The keys of ``x`` that are not in the schema."""
@@ -119,11 +144,12 @@ class Schema:
         """The columns of the DataFrame ``X`` that are not in the schema."""
         return [c for c in X.columns if c not in self.index]
 
-    def frame_to_array(self, X) -> np.ndarray:
+    def frame_to_array(self, X, fill: float = 0.0) -> np.ndarray:
         """Convert a pandas DataFrame (rows in stream order) under the same policy; columns
-        that are not in the schema are ignored."""
+        that are not in the schema are ignored, and a schema feature that is not a column
+        takes the value ``fill``."""
         check_frame(X)
-        out = np.zeros((len(X), len(self.names)), dtype=np.float64)
+        out = np.full((len(X), len(self.names)), fill, dtype=np.float64)
         for name in X.columns:
             j = self.index.get(name)
             if j is not None:
@@ -165,7 +191,7 @@ def check_row(x) -> None:
 
 def _check_values(names, vals):
     for name, v in zip(names, vals):
-        if isinstance(v, str | bytes) or not isinstance(v, numbers.Real):
+        if isinstance(v, str | bytes) or not isinstance(v, numbers.Real | np.bool_):
             raise TypeError(
                 f"feature {name!r} has a value of type {type(v).__name__} ({v!r}); "
                 "only real numbers are accepted"
@@ -174,8 +200,11 @@ def _check_values(names, vals):
 
 def _check_finite(name, v) -> None:
     try:
-        f = float(v)
+        with np.errstate(over="ignore"):  # (a long double beyond the float range: named below)
+            f = float(v)
     except OverflowError:
+        f = None
+    if f is None or (math.isinf(f) and isinstance(v, np.floating) and np.isfinite(v)):
         raise ValueError(
             f"feature {name!r} is {_short(v)}, too large for a float; rescale it"
         ) from None

@@ -14,6 +14,7 @@ import copy
 import math
 import numbers
 import warnings
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
@@ -21,6 +22,10 @@ from river_doebe._schema import Schema, check_frame, check_target, check_targets
 from river_doebe.batch import BatchPath
 from river_doebe.engine import Engine, FilterError
 from river_doebe.labels import Labels, argmax, check_label, same_label
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from river.proba.base import ContinuousDistribution
 
 __all__ = ["ArrayClassifier", "ArrayEstimator", "ArrayRegressor"]
 
@@ -52,6 +57,11 @@ class ArrayEstimator(BatchPath):
     _schema: Schema | None = None
     _ignored: frozenset = frozenset()
 
+    #: the value of a schema feature that a sample lacks: 0 for a model that uses its inputs as
+    #: given (a missing key is an absent, zero feature, as river's sparse encoders mean it); a
+    #: model that standardises its inputs asks for NaN and resolves it itself (the E-DOEBE)
+    _fill = 0.0
+
     # hooks ---------------------------------------------------------------
     def _make_engine(self, n_inputs: int) -> Engine:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -59,6 +69,12 @@ class ArrayEstimator(BatchPath):
     def _likelihood_options(self) -> dict:
         """The task's own keyword arguments of the engine (a classifier: its update step)."""
         return {}
+
+    def _member_view(self, z: np.ndarray) -> Any:  # pragma: no cover - the task's face
+        raise NotImplementedError
+
+    def _replay_targets(self, ys: list) -> list:  # pragma: no cover - the task's face
+        raise NotImplementedError
 
     def _on_schema(self, schema: Schema) -> None:
         engine = self._make_engine(len(schema))
@@ -71,34 +87,44 @@ class ArrayEstimator(BatchPath):
 
     def _fixed_because(self) -> str:
         """Why the schema no longer grows, for the warning."""
+        assert self._engine is not None  # (a schema is fixed by its engine's bases)
         rigid = sorted(
             {type(m.basis).__name__ for m in self._engine.members if not m.basis.can_grow}
         )
         return f"the basis {', '.join(rigid)} cannot take new inputs exactly"
 
     def _grow(self, n_inputs: int) -> None:
+        assert self._engine is not None  # (only a schema that exists grows)
         self._engine.grow(n_inputs)
+
+    @property
+    def _model(self) -> Any:
+        """What the array hooks learn from and predict with: the engine (the E-DOEBE puts its
+        standardisation in front of it, a
+        :class:`~river_doebe.warmup.standardise.StandardisedModel`)."""
+        return self._engine
 
     # dict / frame -> array -----------------------------------------------
     def _learn_array(self, x: dict):
         """The sample as an array for learning, and an undo for a schema that had to grow (a
         callable, or None): the caller undoes the growth if the sample is then refused."""
         schema = self._schema
+        fill = self._fill
         if schema is None:
             schema = Schema.from_sample(x)
-            z = schema.to_array(x)
+            z = schema.to_array(x, fill)
             undo = self._snapshot()
             self._on_schema(schema)
             self._schema = schema
             return z, undo
-        z, new = schema.to_array_and_new(x)
+        z, new = schema.to_array_and_new(x, fill)
         if not new:
             return z, None
         if not self._schema_is_free():
             self._ignore(new)
             return z, None
         grown = schema.extend(new)
-        z = grown.to_array(x)  # the new values are validated before anything changes
+        z = grown.to_array(x, fill)  # the new values are validated before anything changes
         undo = self._snapshot()
         self._grow(len(grown))
         self._schema = grown
@@ -132,7 +158,7 @@ class ArrayEstimator(BatchPath):
             if not isinstance(x, dict):
                 raise TypeError(f"expected a dict of features, got {type(x).__name__}")
             return None
-        return self._schema.to_array(x)
+        return self._schema.to_array(x, self._fill)
 
     def _ghost(self, names):
         """A fresh copy of the model with the schema ``names`` and nothing learnt: what the
@@ -149,11 +175,10 @@ class ArrayEstimator(BatchPath):
         (fixed, grown or with ignored columns) once everything has been validated."""
         check_frame(X)
         schema = self._schema
+        fill = self._fill
         if schema is None:
-            if X.shape[1] == 0:
-                raise ValueError("the batch has no features, so no input schema can be fixed")
-            schema = Schema(X.columns)
-            Z = schema.frame_to_array(X)
+            schema = Schema(X.columns)  # (no columns: rows with no active feature)
+            Z = schema.frame_to_array(X, fill)
 
             def commit():
                 self._on_schema(schema)
@@ -163,20 +188,20 @@ class ArrayEstimator(BatchPath):
         new = schema.frame_new_names(X)
         if new and self._schema_is_free():
             grown = schema.extend(new)
-            Z = grown.frame_to_array(X)
+            Z = grown.frame_to_array(X, fill)
 
             def commit():
                 self._grow(len(grown))
                 self._schema = grown
 
             return Z, commit
-        Z = schema.frame_to_array(X)
+        Z = schema.frame_to_array(X, fill)
         return Z, (lambda: self._ignore(new)) if new else (lambda: None)
 
     def _refused(self, err: FilterError, x: dict, what: str) -> FilterError:
         """The engine's refusal, reworded for the user: what was refused, and the input most
         likely to blame."""
-        largest = None
+        largest: tuple[Any, Any] | None = None
         for name, v in x.items():
             if isinstance(v, numbers.Real) and (largest is None or abs(v) > abs(largest[1])):
                 largest = (name, v)
@@ -187,12 +212,19 @@ class ArrayEstimator(BatchPath):
             "sample"
         )
 
-    def clone(self, new_params: dict | None = None, include_attributes: bool = False):
+    if TYPE_CHECKING:  # river's Base, which every estimator of the package mixes in after this
+
+        def _get_params(self) -> dict[str, Any]: ...
+
+    def clone(self, new_params: dict | None = None, include_attributes: bool = False) -> Any:
         # river's Base.clone looks at the first item of every tuple parameter, which fails on an
         # empty one (``rw_variances=()``): clone with a stand-in, then restore the value
         empty = [k for k, v in self._get_params().items() if isinstance(v, tuple) and not v]
-        stand_in = {k: [] for k in empty if k not in (new_params or {})}
-        clone = super().clone({**stand_in, **(new_params or {})}, include_attributes)
+        stand_in: dict[str, Any] = {k: [] for k in empty if k not in (new_params or {})}
+        # (river's Base, which every estimator of the package mixes in after this class)
+        clone = super().clone(  # type: ignore[misc]
+            {**stand_in, **(new_params or {})}, include_attributes
+        )
         for k in stand_in:
             setattr(clone, k, ())
         return clone
@@ -200,7 +232,8 @@ class ArrayEstimator(BatchPath):
     @property
     def n_samples_seen(self) -> int:
         """How many samples the model has learnt from."""
-        return 0 if self._engine is None else self._engine.n_updates
+        model = self._model
+        return 0 if model is None else model.n_updates
 
     @property
     def feature_names_in_(self) -> tuple:
@@ -217,16 +250,40 @@ class ArrayRegressor(ArrayEstimator):
     """
 
     def _predict_z(self, z: np.ndarray) -> tuple[float, float]:
-        return self._engine.predict(z)
+        return self._model.predict(z)
 
     def _learn_z(self, z: np.ndarray, y: float) -> None:
-        self._engine.learn(z, y)
+        self._model.learn(z, y)
 
     def _log_density_z(self, z: np.ndarray, y: float) -> float:
-        return self._engine.log_density(z, y)
+        return self._model.log_density(z, y)
+
+    def _dist_z(self, z: np.ndarray):
+        """The predictive distribution for ``z``."""
+        return self._predictive(*self._model.mixture(z))
+
+    def _predictive(self, weights, means, variances, mean: float, var: float):
+        """The predictive distribution from the mixture of the members that carry weight and
+        its moments (what the engine's ``mixture`` gives, per sample or per row of a block): an
+        ensemble's is the mixture of its members' Gaussians; a one-member learner overrides it
+        with its Gaussian."""
+        return distributions().GaussianMixture._from_moments(weights, means, variances, mean,
+                                                             var)
 
     # river API -----------------------------------------------------------
-    def predict_one(self, x: dict, with_dist: bool = False):
+    @overload
+    def predict_one(self, x: dict, with_dist: Literal[False] = ...) -> float: ...
+
+    @overload
+    def predict_one(self, x: dict, with_dist: Literal[True]) -> ContinuousDistribution: ...
+
+    @overload
+    def predict_one(self, x: dict, with_dist: bool) -> float | ContinuousDistribution: ...
+
+    def predict_one(self, x: dict, with_dist: bool = False) -> float | ContinuousDistribution:
+        """The prediction for ``x``: the predictive mean, or with ``with_dist`` the predictive
+        distribution (a ``river.proba.Gaussian`` for one learner, a
+        :class:`~river_doebe.distributions.GaussianMixture` for an ensemble)."""
         z = self._predict_array(x)
         if z is None:
             return self._ghost(x.keys()).predict_one(x, with_dist=with_dist)
@@ -247,7 +304,7 @@ class ArrayRegressor(ArrayEstimator):
                 undo()
             raise self._refused(err, x, "learn") from None
 
-    def learn_many(self, X, y) -> None:
+    def learn_many(self, X: pd.DataFrame | list[dict], y: pd.Series | list) -> None:
         """Learn the rows of a DataFrame (or a list of dicts) in order, in blocks: the model ends
         bit for bit as after ``learn_one`` row by row. Everything is validated first (a bad
         batch is refused as a whole, with the model unchanged); a row the filters cannot take
@@ -273,36 +330,29 @@ class ArrayRegressor(ArrayEstimator):
         self._learn_z(row, float(y))
         return pred
 
-    def _block(self, Z: np.ndarray, Y: np.ndarray, keep: bool):
-        """The engine's block for ``(Z, Y)`` (the E-DOEBE standardises first and answers in the
-        target's units)."""
-        return self._engine.learn_block(Z, Y, keep)
-
     def _run_block(self, Z, ys, with_dist: bool, want: bool):
-        keep = want and with_dist and self._mixture_output
-        a, b, extra = self._block(Z, np.asarray(ys, dtype=np.float64), keep)
+        keep = want and with_dist
+        a, b, extra = self._model.learn_block(Z, np.asarray(ys, dtype=np.float64), keep)
         if not want:
             return None
         if not with_dist:
             return a.tolist()
-        if not self._mixture_output:
-            return [distributions().gaussian(m, v) for m, v in zip(a.tolist(), b.tolist())]
-        mixture = distributions().GaussianMixture._from_moments
         log_prior, means, variances = extra
         out = []
-        for t in range(len(a)):
+        for t, (mean, var) in enumerate(zip(a.tolist(), b.tolist())):
             live = log_prior[t] > -np.inf
-            out.append(mixture(np.exp(log_prior[t][live]), means[t][live], variances[t][live],
-                               a[t], b[t]))
+            out.append(self._predictive(np.exp(log_prior[t][live]), means[t][live],
+                                        variances[t][live], mean, var))
         return out
 
-    def predict_many(self, X):
+    def predict_many(self, X: pd.DataFrame) -> pd.Series:
+        """The predictive means of the rows of ``X``, each as ``predict_one`` gives it."""
         import pandas as pd
 
         check_frame(X)
         if self._schema is None:
             return self._ghost(X.columns).predict_many(X)
-        Z = self._schema.frame_to_array(X)
+        Z = self._schema.frame_to_array(X, self._fill)
         means = [self._predict_z(Z[i])[0] for i in range(Z.shape[0])]
         return pd.Series(means, index=X.index, dtype=float)
 
@@ -321,20 +371,9 @@ class ArrayRegressor(ArrayEstimator):
         except FilterError as err:
             raise self._refused(err, x, "predict") from None
 
-    #: whether the predictive is the mixture of the members (the ensembles) or one Gaussian
-    _mixture_output = False
-
-    def _dist_z(self, z: np.ndarray):
-        """The predictive distribution for ``z``: a Gaussian, or an ensemble's mixture."""
-        if self._mixture_output:
-            w, means, variances, mean, var = self._engine.mixture(z)
-            return distributions().GaussianMixture._from_moments(w, means, variances, mean, var)
-        mean, var = self._predict_z(z)
-        return distributions().gaussian(mean, var)
-
     def _member_view(self, z: np.ndarray):
         """Each member's predictive ``(means, variances)`` and the weights for ``z``."""
-        return self._engine.member_predictions(z)
+        return self._model.member_predictions(z)
 
     def _replay_targets(self, ys: list) -> list[float]:
         return [check_target(t) for t in ys]
@@ -349,6 +388,7 @@ class ArrayClassifier(ArrayEstimator):
     """
 
     _label_state: Labels | None = None
+    update: str  # the host's parameter: the members' update step
 
     def _likelihood_options(self) -> dict:
         return {"update": self.update}
@@ -359,14 +399,14 @@ class ArrayClassifier(ArrayEstimator):
 
     def _commit(self, state: Labels, flip: bool) -> None:
         if flip:
-            self._engine.flip()
+            self._model.flip()
         self._label_state = state
 
     def _predict_proba_z(self, z: np.ndarray) -> tuple[float, float]:
-        return self._engine.predict_proba(z)
+        return self._model.predict_proba(z)
 
     def _learn_z(self, z: np.ndarray, code: int) -> None:
-        self._engine.learn(z, code)
+        self._model.learn(z, code)
 
     def _replay_targets(self, ys: list) -> list[int]:
         """The label codes of a batch (the labels join the classifier's, as in learning)."""
@@ -380,11 +420,11 @@ class ArrayClassifier(ArrayEstimator):
 
     def _member_view(self, z: np.ndarray):
         """Each member's ``predict_proba_one`` dict and the weights for ``z``."""
-        P, w = self._engine.member_probas(z)
+        P, w = self._model.member_probas(z)
         return [self._proba_dict(p0, p1) for p0, p1 in P.tolist()], w
 
     # river API -----------------------------------------------------------
-    def learn_one(self, x: dict, y) -> None:
+    def learn_one(self, x: dict, y: Any) -> None:
         state, code, flip = self._labels.encode(y)
         z, undo = self._learn_array(x)
         if undo is None and state is not self._labels:
@@ -397,7 +437,7 @@ class ArrayClassifier(ArrayEstimator):
                 undo()
             raise self._refused(err, x, "learn") from None
 
-    def learn_many(self, X, y) -> None:
+    def learn_many(self, X: pd.DataFrame | list[dict], y: pd.Series | list) -> None:
         """Learn the rows of a DataFrame (or a list of dicts) in order, in blocks, bit for bit as
         ``learn_one`` row by row; everything is validated first (see
         :meth:`river_doebe.DOBE.learn_many`)."""
@@ -428,13 +468,9 @@ class ArrayClassifier(ArrayEstimator):
         self._learn_z(row, code)
         return pred
 
-    def _block(self, Z: np.ndarray, codes: np.ndarray, keep: bool):
-        """The engine's block for ``(Z, codes)`` (the E-DOEBE standardises first)."""
-        return self._engine.learn_block(Z, codes, keep)
-
     def _run_block(self, Z, labels, with_dist: bool, want: bool):
         codes = np.array([self._labels.encode(label)[1] for label in labels], dtype=np.int64)
-        p0, p1, _ = self._block(Z, codes, False)
+        p0, p1, _ = self._model.learn_block(Z, codes, False)
         if want:
             return [self._proba_dict(a, b) for a, b in zip(p0.tolist(), p1.tolist())]
         return None
@@ -454,10 +490,10 @@ class ArrayClassifier(ArrayEstimator):
         except FilterError as err:
             raise self._refused(err, x, "predict") from None
 
-    def predict_one(self, x: dict):
+    def predict_one(self, x: dict) -> Any:
         return argmax(self.predict_proba_one(x))
 
-    def log_density_one(self, x: dict, y) -> float:
+    def log_density_one(self, x: dict, y: Any) -> float:
         """Log predictive probability of the label ``y`` for ``x``, before learning it.
 
         For an ensemble this is ``log sum_m w_m p_m(y)``. ``y`` must be one of the labels that
@@ -470,20 +506,23 @@ class ArrayClassifier(ArrayEstimator):
                 return math.log(p) if p > 0 else -math.inf
         raise ValueError(f"{y!r} is not one of the labels {tuple(proba)!r} of this classifier")
 
-    def predict_proba_many(self, X):
+    def predict_proba_many(self, X: pd.DataFrame) -> pd.DataFrame:
+        """The probabilities of the labels for the rows of ``X``, each as
+        ``predict_proba_one`` gives them."""
         import pandas as pd
 
         check_frame(X)
         if self._schema is None:
             return self._ghost(X.columns).predict_proba_many(X)
-        Z = self._schema.frame_to_array(X)
+        Z = self._schema.frame_to_array(X, self._fill)
         P = np.array([self._predict_proba_z(Z[i]) for i in range(Z.shape[0])]).reshape(-1, 2)
         keys = self._labels.keys()
         if keys is None:
             return pd.DataFrame({self._labels.labels[0]: 1.0}, index=X.index, dtype=float)
         return pd.DataFrame({keys[0]: P[:, 0], keys[1]: P[:, 1]}, index=X.index)
 
-    def predict_many(self, X):
+    def predict_many(self, X: pd.DataFrame) -> pd.Series:
+        """The most probable label of each row of ``X``."""
         import pandas as pd
 
         proba = self.predict_proba_many(X)

@@ -127,7 +127,7 @@ class BatchPath:
             return row
         # the values as they are: every row was checked on entry, and the block converts them
         # all at once
-        z, new = self._schema.values_and_new(row)
+        z, new = self._schema.values_and_new(row, self._fill)
         if new:
             if self._schema_is_free():
                 return None  # the schema grows here: the per-sample path

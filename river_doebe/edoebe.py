@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 from river import base
@@ -29,12 +30,10 @@ from river_doebe._checks import (
     check_weight_floor,
     check_weighting,
 )
-from river_doebe._edoebe_doc import UPDATE_PARAMETER, edoebe_parameters
 from river_doebe._schema import Schema, check_frame, check_targets, column_values
-from river_doebe.base import ArrayClassifier, ArrayRegressor, distributions
+from river_doebe.base import ArrayClassifier, ArrayRegressor
 from river_doebe.engine import (
     WEIGHT_FLOOR,
-    FilterError,
     LogisticEngine,
     Member,
     edoebe_transition,
@@ -42,10 +41,13 @@ from river_doebe.engine import (
 )
 from river_doebe.engine.weighting import STACKING_RATE
 from river_doebe.ensemble import BaseEnsemble, check_models, member_records
-from river_doebe.labels import Labels
 from river_doebe.learner import DOBE, DOBEClassifier
 from river_doebe.warmup.fallback import Fallback
 from river_doebe.warmup.families import check_families
+from river_doebe.warmup.standardise import AsGiven, StandardisedModel, Standardizer
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["BaseEDOEBE", "EDOEBE", "EDOEBEClassifier"]
 
@@ -54,6 +56,7 @@ def _batch(X, feature_names) -> tuple[np.ndarray, list]:
     """A history for ``from_batch``: ``X`` as a float64 ``(n, D)`` array and the feature names
     (a DataFrame's columns, else ``feature_names``, else ``x0``, ``x1``, ...)."""
     columns = getattr(X, "columns", None)
+    names: list | None
     if columns is not None:
         check_frame(X)
         if feature_names is not None:
@@ -145,9 +148,26 @@ class BaseEDOEBE(BaseEnsemble):
         self.share = share
         learner = self._learner_type
         check_edoebe_params(self, learner, learner.__name__)
-        self._std = None
+        # a missing key: NaN, for the standardisation to resolve, or 0 with explicit members
+        self._fill = math.nan if models is None else 0.0
         self._warm: Fallback | None = None
-        self._n_seen = 0
+        self._adaptor: StandardisedModel | None = None
+
+    def __setstate__(self, state: dict) -> None:
+        # a model pickled before the standardisation adaptor: its engine or fallback sat beside
+        # its frozen standardisation (``_std``) and its own sample count (``_n_seen``)
+        if "_adaptor" not in state:
+            state = dict(state)
+            std = state.pop("_std", None)
+            n_seen = state.pop("_n_seen", 0)
+            state["_fill"] = math.nan if state.get("models") is None else 0.0
+            model = state.get("_engine")
+            if model is None:
+                model = state.get("_warm")
+            state["_adaptor"] = None if model is None else StandardisedModel(
+                model, AsGiven() if std is None else std, self.task == "regression", n_seen
+            )
+        self.__dict__.update(state)
 
     # ------------------------------------------------------------------ the member blocks
     def _levels(self) -> list[float]:
@@ -167,6 +187,10 @@ class BaseEDOEBE(BaseEnsemble):
     def _n_members_before(self) -> int:
         return 1 if self.models is None else len(self.models) * len(self._levels())
 
+    def _history_targets(self, y: Any, n: int) -> np.ndarray:  # pragma: no cover - per task
+        """The targets of a history for :meth:`from_batch` (a classifier: its label codes)."""
+        raise NotImplementedError
+
     @property
     def members(self) -> list[Member]:
         """The members (basis, variances, random walk, and where the warm-up found them), in
@@ -175,44 +199,33 @@ class BaseEDOEBE(BaseEnsemble):
             raise RuntimeError("the ensemble has no members before its warm-up ends")
         return super().members
 
-    def _members_array(self, x: dict) -> np.ndarray | None:
-        """The sample's array for the members' views; ``None`` before any schema (explicit
-        members: ask a fresh copy); an error while the warm-up has no members."""
+    def _member_predictions(self, x: dict):
+        """The members' views for ``x`` (an error while the warm-up has no members)."""
         z = self._predict_array(x)
         if self._engine is None and self.models is None:
             raise RuntimeError("the ensemble has no members before its warm-up ends")
-        return z
+        if z is None:  # explicit members, no schema yet: ask a fresh copy
+            return self._ghost(x.keys()).member_predictions(x)
+        return self._member_view(z)
 
     # ------------------------------------------------------------------ the input schema
-    # free while the fallback learns, fixed by the members' fit
-    def _schema_is_free(self) -> bool:
-        if self.models is not None:
-            return super()._schema_is_free()
-        return self._engine is None
-
-    def _fixed_because(self) -> str:
-        if self.models is not None:
-            return super()._fixed_because()
-        return "the members were fitted on the warm-up window's inputs"
-
     def _grow(self, n_inputs: int) -> None:
-        if self._engine is None:
-            self._warm.grow(n_inputs)
-        else:
-            super()._grow(n_inputs)
+        assert self._adaptor is not None and self._schema is not None  # (a schema that exists)
+        # (the engine may have fewer inputs than the schema: those the warm-up dropped)
+        self._adaptor.grow(n_inputs - len(self._schema))
 
     # ------------------------------------------------------------------ the warm-up
     @property
-    def n_samples_seen(self) -> int:
-        """How many samples the model has learnt from (warm-up included)."""
-        return self._n_seen
+    def _model(self) -> StandardisedModel | None:
+        return self._adaptor
 
     @property
-    def standardizer_(self):
+    def standardizer_(self) -> Standardizer | None:
         """The standardisation frozen at the end of the warm-up
-        (:class:`river_doebe.warmup.fit.Standardizer`), or ``None`` (before it, or with explicit
-        ``models``)."""
-        return self._std
+        (:class:`river_doebe.warmup.standardise.Standardizer`), or ``None`` (before it, or with
+        explicit ``models``)."""
+        scaler = None if self._adaptor is None else self._adaptor.scaler
+        return scaler if isinstance(scaler, Standardizer) else None
 
     @property
     def is_warm(self) -> bool:
@@ -221,29 +234,21 @@ class BaseEDOEBE(BaseEnsemble):
         return self._engine is not None
 
     def _on_schema(self, schema) -> None:
+        regression = self.task == "regression"
         if self.models is not None:
-            return super()._on_schema(schema)
+            super()._on_schema(schema)
+            self._adaptor = StandardisedModel(self._engine, AsGiven(), regression)
+            return
         self._warm = Fallback(len(schema), self.task)
+        self._adaptor = StandardisedModel(self._warm, AsGiven(), regression)
 
-    def _warm_learn(self, z: np.ndarray, target) -> bool:
-        """Learn a sample during the warm-up (``True``) or leave it to the members (``False``)."""
-        self._n_seen += 1
-        if self._engine is not None:
-            return False
-        self._warm.learn(z, target)
-        if self._warm.keep_window and self._warm.n >= self.n_warmup:
+    def _learn_z(self, z: np.ndarray, target: Any) -> None:
+        assert self._adaptor is not None  # (set up with the schema)
+        self._adaptor.learn(z, target)
+        warm = self._warm
+        # (a window whose samples had no feature at all has nothing to fit: it waits for one)
+        if warm is not None and warm.keep_window and warm.n >= self.n_warmup and z.shape[0]:
             self._end_warmup()
-        return True
-
-    def _counted_block(self, Z, targets, keep):
-        """The engine's block, counting its rows among the samples seen."""
-        try:
-            out = self._engine.learn_block(Z, targets, keep)
-        except FilterError as err:
-            self._n_seen += err.rows_learnt
-            raise
-        self._n_seen += len(Z)
-        return out
 
     def _end_warmup(self) -> None:
         """Fit the members; if that fails on the window's data, say so once and go on with the
@@ -255,26 +260,32 @@ class BaseEDOEBE(BaseEnsemble):
                 f"{type(self).__name__}: the warm-up failed on its window ({err}); the model "
                 "goes on with its warm-up fallback, which keeps learning",
                 RuntimeWarning,
-                stacklevel=5,
+                stacklevel=4,
             )
+            assert self._warm is not None  # (the warm-up that failed)
             self._warm.drop_window()
 
     def _finish_warmup(self) -> None:
         from river_doebe.warmup.fit import fit_ensemble  # scipy's optimiser: only now
 
-        X, targets = self._warm.window()
+        warm = self._warm
+        assert warm is not None  # (the warm-up that ends)
+        X, targets = warm.window()
         names = self._schema.names if self._schema is not None else None
-        self._std, self._engine, _ = fit_ensemble(
+        std, engine, _ = fit_ensemble(
             X, targets, task=self.task, names=names, families=self.families,
             n_samples=int(self.n_samples), levels=self._levels(), delta=float(self.delta),
             weight_floor=float(self.weight_floor), starts=tuple(self.starts), seed=self.seed,
             replay=bool(self.replay), verbose=bool(self.verbose), weighting=self._weighting(),
             **self._likelihood_options(),
         )
-        self._warm_log_evidence = self._warm.log_evidence
+        self._engine = engine
+        self._adaptor = StandardisedModel(engine, std, self.task == "regression",
+                                          n_before=warm.n)
+        self._warm_log_evidence = warm.log_evidence
         self._warm = None
 
-    def finish_warmup(self):
+    def finish_warmup(self) -> Self:
         """End the warm-up now, on the samples seen so far (at least 2), instead of at
         ``n_warmup``. Useful when a stream is shorter than the window."""
         if self._engine is not None:
@@ -327,7 +338,8 @@ class BaseEDOEBE(BaseEnsemble):
 
     # ------------------------------------------------------------------ from a history
     @classmethod
-    def from_batch(cls, X, y, feature_names=None, **params):
+    def from_batch(cls, X: pd.DataFrame | np.ndarray, y: pd.Series | np.ndarray | list,
+                   feature_names: list | None = None, **params: Any) -> Self:
         """Warm an E-DOEBE up on a history ``X (n, D)``, ``y (n,)`` and return it, ready to
         stream.
 
@@ -350,7 +362,6 @@ class BaseEDOEBE(BaseEnsemble):
         Z = X[:, [names.index(c) for c in model._schema.names]]
         w = min(int(model.n_warmup), n)
         model._warm = Fallback.from_window(Z[:w], targets[:w], cls.task)
-        model._n_seen = w
         model._finish_warmup()
         for z, t in zip(Z[w:], targets[w:]):
             model._learn_z(z, t)
@@ -373,6 +384,11 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
     distributions are in the original units of ``y``. If the fit fails on the window's data, the
     model says so once and goes on with its fallback.
 
+    A missing key is at its window mean for a dense input (present in 99% of the window's samples)
+    and 0 for a sparse one (an indicator, a word count); inputs first seen after the warm-up join
+    every member exactly (:class:`river_doebe.warmup.standardise.Standardizer`, the README's input
+    policy).
+
     The weights switch with the block matrix of :func:`river_doebe.engine.edoebe_transition`: a
     member moves to one of its own twins with probability ``delta`` each step, so a collapse of
     the static/dynamic weights early in a stream can be undone later.
@@ -380,7 +396,61 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
     With ``models`` given, the warm-up is skipped: those members and their twins are used as
     they are, on inputs and targets as given.
 
-{parameters}
+    Parameters
+    ----------
+    families
+        The basis families whose hyperparameters the warm-up fits: names (``"hsgp"``, ``"rff"``,
+        ``"rbf"``, ``"poly"``, ``"linear"``, ``"bspline"``, see
+        :data:`river_doebe.warmup.FAMILIES`) and/or basis templates. The default ``None`` is the
+        paper's Experiment 3 set, ``("hsgp", "rff", "rbf")``: additive HSGP (about 100
+        features), random Fourier features (50 frequencies) and an RBF network (100 centres),
+        all with ARD length scales.
+    n_warmup
+        Length of the warm-up window, in samples. Defaults to 1000.
+    n_samples
+        Members per empirical-Bayes mode: the mode itself and ``n_samples - 1`` draws from its
+        Laplace approximation. Defaults to 5.
+    rw_variances
+        The random-walk variances of the dynamic twins, one block of twins per value. Defaults
+        to ``(1e-3,)``.
+    delta
+        The probability that a member's weight switches to one of its own twins at each step.
+        Defaults to 0.01.
+    seed
+        Seed of the random parts (random features, centres, Laplace draws); the same seed gives
+        the same ensemble. Defaults to ``None`` (not reproducible).
+    models
+        Explicit members, as :class:`~river_doebe.DOBE` learners: the warm-up is skipped
+        (see above). Defaults to ``None`` (the warm-up fits the members).
+    weight_floor
+        Posterior weights below it are zeroed before the next switching step, and their members
+        no longer updated. Defaults to 1e-100 (the paper uses 1e-16; see
+        :class:`river_doebe.DOEBE` for why the default is lower).
+    starts
+        Starting length scales of the empirical-Bayes optimiser, as multiples of each input's
+        range over the warm-up window. Defaults to ``(0.1, 1.0, 10.0)``.
+    replay
+        Whether the warm-up window is filtered through the members after the fit (the weights
+        restart uniform either way). Defaults to ``True``.
+    verbose
+        Whether to print the progress of the warm-up. Defaults to ``False``.
+    static
+        Whether the static members are kept beside their dynamic twins. With ``static=False``
+        and one random-walk variance the ensemble is the paper's DOE-X (every member dynamic,
+        plain model averaging); with ``rw_variances=()`` it is OE-X (every member static).
+        Defaults to ``True``.
+    weighting
+        The weight rule: ``"bma"``, Bayesian model averaging (the paper), or ``"stacking"``,
+        online stacking of the members' predictive densities (the Soft-Bayes step, see
+        :mod:`river_doebe.engine.weighting`). Defaults to ``"bma"``.
+    stacking_rate
+        The Soft-Bayes rate ``eta`` in ``(0, 1]`` of ``weighting="stacking"`` (1 is Bayes'
+        rule); unused by ``"bma"``. Defaults to 0.05.
+    share
+        A fixed share in ``[0, 1)`` of the weight spread uniformly over the members after the
+        switching step between twins, so that a member that fell behind can lead again.
+        Defaults to 0 (none).
+
     Examples
     --------
 
@@ -428,66 +498,14 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
 
     """
 
-    def _standardised(self, z: np.ndarray) -> np.ndarray:
-        return z if self._std is None else self._std.x(z)
-
-    def _predict_z(self, z):
-        if self._engine is None:
-            return self._warm.predict(z)
-        mean, var = self._engine.predict(self._standardised(z))
-        return (mean, var) if self._std is None else self._std.y_back(mean, var)
-
-    def _dist_z(self, z):
-        mixture = distributions().GaussianMixture._from_moments
-        if self._engine is None:
-            w, means, variances = self._warm.mixture(z)
-            return mixture(w, means, variances, *self._warm.predict(z))
-        w, means, variances, mean, var = self._engine.mixture(self._standardised(z))
-        if self._std is None:
-            return mixture(w, means, variances, mean, var)
-        return mixture(w, *self._std.y_back(means, variances), *self._std.y_back(mean, var))
-
-    def _learn_z(self, z, y):
-        if self._warm_learn(z, y):
-            return
-        if self._std is None:
-            self._engine.learn(z, y)
-        else:
-            self._engine.learn(self._std.x(z), self._std.y(y))
-
-    def _log_density_z(self, z, y):
-        if self._engine is None:
-            return self._warm.log_density(z, y)
-        if self._std is None:
-            return self._engine.log_density(z, y)
-        return float(
-            self._engine.log_density(self._std.x(z), self._std.y(y)) - math.log(self._std.y_scale)
-        )
-
     def _history_targets(self, y, n: int) -> np.ndarray:
         return check_targets(y, n)
 
-    def _block(self, Z, Y, keep):
-        std = self._std
-        if std is None:
-            return self._counted_block(Z, Y, keep)
-        a, b, extra = self._counted_block(std.x(Z), std.y(Y), keep)
-        if extra is not None:
-            log_prior, means, variances = extra
-            extra = (log_prior, *std.y_back(means, variances))
-        return *std.y_back(a, b), extra
-
-    def member_predictions(self, x: dict):
+    def member_predictions(self, x: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Each member's predictive ``(means, variances)`` for ``x`` in the units of the target,
         and the weights that the ensemble's prediction uses (after switching). Dropped members
         give NaN. Before the warm-up ends there are no members yet."""
-        z = self._members_array(x)
-        if z is None:
-            return self._ghost(x.keys()).member_predictions(x)
-        mean, var, w = self._engine.member_predictions(self._standardised(z))
-        if self._std is None:
-            return mean, var, w
-        return *self._std.y_back(mean, var), w
+        return self._member_predictions(x)
 
     @classmethod
     def _unit_test_params(cls):
@@ -505,7 +523,9 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         yield {"models": models, "weighting": "stacking", "stacking_rate": 0.2, "share": 0.01}
 
 
-class EDOEBEClassifier(BaseEDOEBE, ArrayClassifier, base.MiniBatchClassifier):
+# (river's Classifier declares **kwargs on predict_one and predict_proba_one; the classifiers of
+# the package take none, so that a keyword they do not know is an error)
+class EDOEBEClassifier(BaseEDOEBE, ArrayClassifier, base.MiniBatchClassifier):  # type: ignore[misc]
     """Ensemble of DOEBE classifiers (paper Sec. 4.2, App. A): the drop-in classifier.
 
     ``EDOEBEClassifier()`` needs no arguments. For its first ``n_warmup`` samples it predicts
@@ -514,7 +534,8 @@ class EDOEBEClassifier(BaseEDOEBE, ArrayClassifier, base.MiniBatchClassifier):
     while it keeps the window. At ``n_warmup`` it
 
     1. freezes a standardisation of ``x`` (mean and standard deviation of the window; inputs
-       constant over the window are dropped with a warning; the labels are not transformed);
+       constant over the window are dropped with a warning; the labels are not transformed;
+       sparse inputs and inputs seen later as for the regressor :class:`river_doebe.EDOEBE`);
     2. chooses the hyperparameters of every basis family by empirical Bayes on the window, with
        the **Gaussian evidence of the labels coded as -1/+1**: length scales (and the other basis
        hyperparameters) and ``var_theta`` are taken from the type-II maximum-likelihood fit of a
@@ -545,7 +566,66 @@ class EDOEBEClassifier(BaseEDOEBE, ArrayClassifier, base.MiniBatchClassifier):
 
     Labels are any two hashable values, as for :class:`river_doebe.DOBEClassifier`.
 
-{parameters}
+    Parameters
+    ----------
+    families
+        The basis families whose hyperparameters the warm-up fits: names (``"hsgp"``, ``"rff"``,
+        ``"rbf"``, ``"poly"``, ``"linear"``, ``"bspline"``, see
+        :data:`river_doebe.warmup.FAMILIES`) and/or basis templates. The default ``None`` is the
+        paper's Experiment 3 set, ``("hsgp", "rff", "rbf")``: additive HSGP (about 100
+        features), random Fourier features (50 frequencies) and an RBF network (100 centres),
+        all with ARD length scales.
+    n_warmup
+        Length of the warm-up window, in samples. Defaults to 1000.
+    n_samples
+        Members per empirical-Bayes mode: the mode itself and ``n_samples - 1`` draws from its
+        Laplace approximation. Defaults to 5.
+    rw_variances
+        The random-walk variances of the dynamic twins, one block of twins per value. Defaults
+        to ``(1e-3,)``.
+    delta
+        The probability that a member's weight switches to one of its own twins at each step.
+        Defaults to 0.01.
+    seed
+        Seed of the random parts (random features, centres, Laplace draws); the same seed gives
+        the same ensemble. Defaults to ``None`` (not reproducible).
+    models
+        Explicit members, as :class:`~river_doebe.DOBEClassifier` learners: the warm-up is skipped
+        (see above). Defaults to ``None`` (the warm-up fits the members).
+    weight_floor
+        Posterior weights below it are zeroed before the next switching step, and their members
+        no longer updated. Defaults to 1e-100 (the paper uses 1e-16; see
+        :class:`river_doebe.DOEBE` for why the default is lower).
+    starts
+        Starting length scales of the empirical-Bayes optimiser, as multiples of each input's
+        range over the warm-up window. Defaults to ``(0.1, 1.0, 10.0)``.
+    replay
+        Whether the warm-up window is filtered through the members after the fit (the weights
+        restart uniform either way). Defaults to ``True``.
+    verbose
+        Whether to print the progress of the warm-up. Defaults to ``False``.
+    static
+        Whether the static members are kept beside their dynamic twins. With ``static=False``
+        and one random-walk variance the ensemble is the paper's DOE-X (every member dynamic,
+        plain model averaging); with ``rw_variances=()`` it is OE-X (every member static).
+        Defaults to ``True``.
+    weighting
+        The weight rule: ``"bma"``, Bayesian model averaging (the paper), or ``"stacking"``,
+        online stacking of the members' predictive densities (the Soft-Bayes step, see
+        :mod:`river_doebe.engine.weighting`). Defaults to ``"bma"``.
+    stacking_rate
+        The Soft-Bayes rate ``eta`` in ``(0, 1]`` of ``weighting="stacking"`` (1 is Bayes'
+        rule); unused by ``"bma"``. Defaults to 0.05.
+    share
+        A fixed share in ``[0, 1)`` of the weight spread uniformly over the members after the
+        switching step between twins, so that a member that fell behind can lead again.
+        Defaults to 0 (none).
+    update
+        The members' update step: ``"laplace"`` (the paper's) or ``"ipl"``, iterated posterior
+        linearisation (see :class:`~river_doebe.DOBEClassifier`); used by the members only, not
+        by the warm-up fallback, whose logistic regression keeps the Laplace step. Defaults to
+        ``"laplace"``.
+
     Examples
     --------
 
@@ -619,28 +699,6 @@ class EDOEBEClassifier(BaseEDOEBE, ArrayClassifier, base.MiniBatchClassifier):
             static=static, weighting=weighting, stacking_rate=stacking_rate, share=share,
         )
 
-    def _commit(self, state: Labels, flip: bool) -> None:
-        if flip:
-            (self._engine if self._engine is not None else self._warm).flip()
-        self._label_state = state
-
-    def _predict_proba_z(self, z: np.ndarray) -> tuple[float, float]:
-        if self._engine is None:
-            return self._warm.predict_proba(z)
-        if self._std is not None:
-            z = self._std.x(z)
-        return self._engine.predict_proba(z)
-
-    def _learn_z(self, z: np.ndarray, code: int) -> None:
-        if self._warm_learn(z, code):
-            return
-        if self._std is not None:
-            z = self._std.x(z)
-        self._engine.learn(z, code)
-
-    def _block(self, Z, codes, keep):
-        return self._counted_block(Z if self._std is None else self._std.x(Z), codes, keep)
-
     def _history_targets(self, y, n: int) -> np.ndarray:
         """The codes of a history's labels (the classifier takes its labels from it)."""
         labels = y.tolist() if hasattr(y, "tolist") else list(y)
@@ -656,10 +714,7 @@ class EDOEBEClassifier(BaseEDOEBE, ArrayClassifier, base.MiniBatchClassifier):
         """Each member's predictive probabilities for ``x`` (as ``predict_proba_one`` would give
         them; NaN for dropped members) and the weights that the ensemble's prediction for ``x``
         uses (after switching). Before the warm-up ends there are no members yet."""
-        z = self._members_array(x)
-        if z is None:
-            return self._ghost(x.keys()).member_predictions(x)
-        return self._member_view(z if self._std is None else self._std.x(z))
+        return self._member_predictions(x)
 
     @classmethod
     def _unit_test_params(cls):
@@ -679,9 +734,3 @@ class EDOEBEClassifier(BaseEDOEBE, ArrayClassifier, base.MiniBatchClassifier):
             ],
         }
 
-
-# one Parameters section for both tasks (the same fifteen parameters; the classifier adds update)
-EDOEBE.__doc__ = EDOEBE.__doc__.replace("{parameters}", edoebe_parameters("DOBE"))
-EDOEBEClassifier.__doc__ = EDOEBEClassifier.__doc__.replace(
-    "{parameters}", edoebe_parameters("DOBEClassifier", UPDATE_PARAMETER)
-)

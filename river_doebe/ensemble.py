@@ -10,6 +10,7 @@ parameterised by the engine (the likelihood) and the type of learner its members
 from __future__ import annotations
 
 import copy
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from river import base
@@ -25,6 +26,9 @@ from river_doebe.basis import Linear
 from river_doebe.engine import WEIGHT_FLOOR, Engine, LogisticEngine, Member
 from river_doebe.engine.weighting import STACKING_RATE, Weighting
 from river_doebe.learner import DOBE, DOBEClassifier
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["DOEBE", "DOEBEClassifier", "SDOEBE", "SDOEBEClassifier", "BaseEnsemble"]
 
@@ -60,7 +64,12 @@ class BaseEnsemble(ArrayEstimator):
     """
 
     _engine_type: type[Engine] = Engine
-    _mixture_output = True
+    # the host's parameters
+    models: list | None
+    weight_floor: float
+    weighting: str
+    stacking_rate: float
+    share: float
 
     def _transition(self, n_members: int):
         return None
@@ -79,6 +88,7 @@ class BaseEnsemble(ArrayEstimator):
 
     def _n_members_before(self) -> int:
         """How many members the ensemble will have (its weights before any data)."""
+        assert self.models is not None  # (the E-DOEBE, whose warm-up finds them, overrides this)
         return len(self.models)
 
     @property
@@ -112,7 +122,7 @@ class BaseEnsemble(ArrayEstimator):
             raise RuntimeError("the ensemble has not seen any data yet")
         return self._engine.posterior(k)
 
-    def replay_window(self, X, y) -> None:
+    def replay_window(self, X: pd.DataFrame | list[dict], y: pd.Series | list) -> None:
         """Filter the samples ``(X, y)`` through every member without letting them count for the
         weights: no weight floor drops a member half-way, the log evidence does not count them,
         and the weights restart uniform afterwards. That is what an E-DOEBE does with its warm-up
@@ -127,14 +137,14 @@ class BaseEnsemble(ArrayEstimator):
             raise ValueError(f"got {len(rows)} samples but {len(ys)} targets")
         targets = self._replay_targets(ys)
         arrays = [self._learn_array(x)[0] for x in rows]
-        if self._engine is None:
+        if self._engine is None or self._schema is None:
             raise RuntimeError("the ensemble has no members before its warm-up ends")
-        Z = np.zeros((len(arrays), len(self._schema)))
+        Z = np.full((len(arrays), len(self._schema)), self._fill)
         for i, z in enumerate(arrays):
-            Z[i, : z.shape[0]] = z  # a feature that joined later is 0 in the rows before it
-        self._engine.replay(Z, targets)
+            Z[i, : z.shape[0]] = z  # a feature that joined later is absent from the rows before
+        self._model.replay(Z, np.asarray(targets))
 
-    def member_predictions(self, x: dict):
+    def member_predictions(self, x: dict) -> Any:
         """Each member's predictive for ``x`` (regression: ``(means, variances)``;
         classification: the ``predict_proba_one`` dicts) and the weights that the ensemble's
         prediction for ``x`` uses (after switching). Dropped members give NaN."""
@@ -146,6 +156,8 @@ class BaseEnsemble(ArrayEstimator):
 
 class _Switching:
     """The switching ensembles' transition: their ``transition`` parameter."""
+
+    transition: Any
 
     def _transition(self, n_members: int):
         return self.transition
@@ -173,8 +185,8 @@ class DOEBE(BaseEnsemble, ArrayRegressor, base.MiniBatchRegressor):
         Weights below it are zeroed and their members no longer updated, to save their work;
         0 keeps every member. The paper uses 1e-16, but a member that far behind can still come
         back under model averaging (37 nats of evidence), and pruning it there can drop a whole
-        family that would have led later (CaData); the default 1e-100 prunes only members that
-        would need 230 nats to return.
+        family that would have led later; the default 1e-100 prunes only members that would need
+        230 nats to return.
     weighting
         ``"bma"``: Bayesian model averaging, as above. ``"stacking"``: online stacking, the
         weights of the mixture that predicts best (the Soft-Bayes step, see
@@ -241,9 +253,16 @@ class SDOEBE(_Switching, BaseEnsemble, ArrayRegressor, base.MiniBatchRegressor):
     transition
         A row-stochastic ``(M, M)`` matrix (nested lists or an array).
     weight_floor
-        Posterior weights below it are zeroed before the next switching step.
-    weighting, stacking_rate, share
-        The weight rule, as in :class:`DOEBE` (the share is mixed in after the switching step).
+        Posterior weights below it are zeroed before the next switching step, and their members
+        no longer updated. Defaults to 1e-100 (see :class:`DOEBE`).
+    weighting
+        The weight rule, ``"bma"`` (model averaging) or ``"stacking"`` (online stacking), as in
+        :class:`DOEBE`. Defaults to ``"bma"``.
+    stacking_rate
+        The Soft-Bayes rate in ``(0, 1]`` of ``"stacking"``. Defaults to 0.05.
+    share
+        A fixed share in ``[0, 1)`` of the weight spread uniformly over the members after the
+        switching step. Defaults to 0.
 
     Examples
     --------
@@ -287,7 +306,9 @@ class SDOEBE(_Switching, BaseEnsemble, ArrayRegressor, base.MiniBatchRegressor):
         }
 
 
-class DOEBEClassifier(BaseEnsemble, ArrayClassifier, base.MiniBatchClassifier):
+# (river's Classifier declares **kwargs on predict_one and predict_proba_one; the classifiers of
+# the package take none, so that a keyword they do not know is an error)
+class DOEBEClassifier(BaseEnsemble, ArrayClassifier, base.MiniBatchClassifier):  # type: ignore[misc]
     """Bayesian model averaging of logistic DOBE classifiers (paper Sec. 3.1-3.4).
 
     Each member predicts ``p_m(y)`` (probit-approximated, see :class:`DOBEClassifier`); the
@@ -302,9 +323,18 @@ class DOEBEClassifier(BaseEnsemble, ArrayClassifier, base.MiniBatchClassifier):
     models
         The members, as :class:`DOBEClassifier` learners (their parameters are used; each member
         gets its own copy of the basis).
-    weight_floor, weighting, stacking_rate, share
-        As in :class:`DOEBE`: the weight floor, and the weight rule (model averaging or online
-        stacking of the members' predictive probabilities, and a fixed share).
+    weight_floor
+        Weights below it are zeroed and their members no longer updated; 0 keeps every member.
+        Defaults to 1e-100 (see :class:`DOEBE`).
+    weighting
+        ``"bma"``: Bayesian model averaging. ``"stacking"``: online stacking of the members'
+        predictive probabilities (the Soft-Bayes step, see :mod:`river_doebe.engine.weighting`).
+        Defaults to ``"bma"``.
+    stacking_rate
+        The Soft-Bayes rate in ``(0, 1]`` of ``"stacking"``. Defaults to 0.05.
+    share
+        A fixed share in ``[0, 1)``: before each prediction the weights are mixed with the
+        uniform, ``w <- (1 - share) w + share / M``. Defaults to 0.
     update
         The members' update step, ``"laplace"`` or ``"ipl"`` (see :class:`DOBEClassifier`; the
         members' own ``update`` is not used).
@@ -356,7 +386,9 @@ class DOEBEClassifier(BaseEnsemble, ArrayClassifier, base.MiniBatchClassifier):
         }
 
 
-class SDOEBEClassifier(_Switching, BaseEnsemble, ArrayClassifier, base.MiniBatchClassifier):
+class SDOEBEClassifier(  # type: ignore[misc]  # (**kwargs: see DOEBEClassifier)
+    _Switching, BaseEnsemble, ArrayClassifier, base.MiniBatchClassifier
+):
     """Switching DOEBE classifier: the weights take a Markov-chain step before each prediction.
 
     Before predicting a label the weights become ``w <- Q' w`` for the row-stochastic matrix
@@ -371,9 +403,17 @@ class SDOEBEClassifier(_Switching, BaseEnsemble, ArrayClassifier, base.MiniBatch
     transition
         A row-stochastic ``(M, M)`` matrix (nested lists or an array).
     weight_floor
-        Posterior weights below it are zeroed before the next switching step.
-    weighting, stacking_rate, share
-        The weight rule, as in :class:`DOEBE` (the share is mixed in after the switching step).
+        Posterior weights below it are zeroed before the next switching step, and their members
+        no longer updated. Defaults to 1e-100 (see :class:`DOEBE`).
+    weighting
+        The weight rule, ``"bma"`` (model averaging) or ``"stacking"`` (online stacking of the
+        members' predictive probabilities), as in :class:`DOEBEClassifier`. Defaults to
+        ``"bma"``.
+    stacking_rate
+        The Soft-Bayes rate in ``(0, 1]`` of ``"stacking"``. Defaults to 0.05.
+    share
+        A fixed share in ``[0, 1)`` of the weight spread uniformly over the members after the
+        switching step. Defaults to 0.
     update
         The members' update step, ``"laplace"`` or ``"ipl"``, as in :class:`DOEBEClassifier`.
 

@@ -8,7 +8,7 @@ import numpy as np
 from river import base
 
 from river_doebe._checks import check_positive, check_random_walk, check_update
-from river_doebe.base import ArrayClassifier, ArrayEstimator, ArrayRegressor
+from river_doebe.base import ArrayClassifier, ArrayEstimator, ArrayRegressor, distributions
 from river_doebe.basis import Basis, Linear
 from river_doebe.engine import Engine, LogisticEngine, Member
 
@@ -32,6 +32,10 @@ class BaseDOBE(ArrayEstimator):
     """
 
     _engine_type: type[Engine] = Engine
+    # the host's parameters
+    basis: Basis | None
+    var_theta: float
+    var_rw: float
 
     def _member(self, basis) -> Member:
         return Member(basis, float(self.var_theta), float(getattr(self, "var_eps", 0.0)),
@@ -72,14 +76,15 @@ class DOBE(BaseDOBE, ArrayRegressor, base.MiniBatchRegressor):
     exactly the batch Bayesian posterior. Each step costs ``O(F^2)`` for ``F`` basis functions,
     and runs in compiled code.
 
-    Input policy (the README's): the first sample learnt fixes the input schema (names sorted);
-    a feature that arrives later joins it when the basis can take it exactly (``Linear``,
-    ``AdditivePolynomial``, and random Fourier features or RBF networks with one length scale),
-    else it is ignored with a warning; ``predict_one`` never changes the schema; missing features
-    count as 0; NaN, infinity or non-numeric values raise before any state changes. Inputs are
-    used as given: put a scaler in front for bases with length scales (or use
-    :class:`river_doebe.EDOEBE`, which standardises by itself). Static learners keep a square
-    root of their covariance, so unscaled inputs such as timestamps cannot break it.
+    Input policy (the README's): the first sample learnt fixes the input schema (names sorted;
+    an empty sample is a sample with no active feature); a feature that arrives later joins it
+    exactly, every basis of the package taking new inputs (see
+    :meth:`river_doebe.basis.base.Basis.grow`); ``predict_one`` never changes the schema; a
+    missing feature counts as 0 (an absent feature, as river's sparse encoders mean it); NaN,
+    infinity or non-numeric values raise before any state changes. Inputs are used as given: put
+    a scaler in front for bases with length scales (or use :class:`river_doebe.EDOEBE`, which
+    standardises by itself). Static learners keep a square root of their covariance, so unscaled
+    inputs such as timestamps cannot break it.
 
     Parameters
     ----------
@@ -150,6 +155,10 @@ class DOBE(BaseDOBE, ArrayRegressor, base.MiniBatchRegressor):
         check_positive("var_eps", var_eps)
         check_random_walk(var_rw, var_theta)
 
+    def _predictive(self, weights, means, variances, mean: float, var: float):
+        # one member: its Gaussian
+        return distributions().gaussian(mean, var)
+
     @classmethod
     def _unit_test_params(cls):
         from river_doebe.basis import RandomFourierFeatures
@@ -158,7 +167,9 @@ class DOBE(BaseDOBE, ArrayRegressor, base.MiniBatchRegressor):
         yield {"basis": RandomFourierFeatures(n_frequencies=10, seed=1), "var_rw": 1e-3}
 
 
-class DOBEClassifier(BaseDOBE, ArrayClassifier, base.MiniBatchClassifier):
+# (river's Classifier declares **kwargs on predict_one and predict_proba_one; the classifiers of
+# the package take none, so that a keyword they do not know is an error)
+class DOBEClassifier(BaseDOBE, ArrayClassifier, base.MiniBatchClassifier):  # type: ignore[misc]
     """Dynamic online basis expansion for binary classification (logistic, Laplace-filtered).
 
     The model is ``p(y = 1 | x, theta) = sigmoid(phi(x)' theta)`` with prior ``theta ~ N(0,
@@ -174,8 +185,8 @@ class DOBEClassifier(BaseDOBE, ArrayClassifier, base.MiniBatchClassifier):
     comparable; a third label raises ``ValueError``. Until two labels are known the probabilities
     are reported for ``False`` and ``True``, as by river's ``linear_model.LogisticRegression``
     (unless the one label seen is not a ``bool``). Input policy as for the regressors: the schema is
-    fixed by the first sample, missing features count as 0, new ones are ignored, and NaN,
-    infinity or non-numeric values raise before any state changes.
+    fixed by the first sample and grows with the features that arrive later, missing features
+    count as 0, and NaN, infinity or non-numeric values raise before any state changes.
 
     Parameters
     ----------

@@ -10,6 +10,7 @@ of a mixture of Gaussians is again one, see :func:`river_doebe.distributions.aff
 from __future__ import annotations
 
 import math
+from typing import Any, Literal, overload
 
 from river import base, proba, stats
 
@@ -149,7 +150,7 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
         # the map back from the standardised scale, z -> z * s + m, written as river writes it
         return self.var.get() ** 0.5, self.var.mean.get()
 
-    def learn_one(self, x, y, **kwargs):
+    def learn_one(self, x: dict, y: float, **kwargs: Any) -> None:
         y = check_target(y)
         # as river: y joins the statistics before it is standardised, so the first target is
         # learnt as 0 (its standard deviation is still 0)
@@ -158,7 +159,19 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
         z = (y - m) / s if s else 0.0
         self.regressor.learn_one(x, z, **kwargs)
 
-    def predict_one(self, x, with_dist: bool = False, **kwargs):
+    @overload
+    def predict_one(self, x: dict, with_dist: Literal[False] = ..., **kwargs: Any) -> float: ...
+
+    @overload
+    def predict_one(self, x: dict, with_dist: Literal[True], **kwargs: Any
+                    ) -> proba.base.ContinuousDistribution: ...
+
+    @overload
+    def predict_one(self, x: dict, with_dist: bool, **kwargs: Any
+                    ) -> float | proba.base.ContinuousDistribution: ...
+
+    def predict_one(self, x: dict, with_dist: bool = False, **kwargs: Any
+                    ) -> float | proba.base.ContinuousDistribution:
         """The prediction for ``x`` in the target's units: the wrapped model's prediction mapped
         back, or with ``with_dist=True`` its predictive distribution mapped back (a
         ``river.proba.Gaussian`` or a ``GaussianMixture``)."""
@@ -178,9 +191,11 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
             )
         return gaussian(centre, dist.sigma * dist.sigma)
 
-    def _standardised_dist(self, x, **kwargs):
+    def _standardised_dist(self, x: dict, **kwargs: Any) -> proba.Gaussian | GaussianMixture:
+        dist: Any
         try:
-            dist = self.regressor.predict_one(x, with_dist=True, **kwargs)
+            # (a river regressor need not take with_dist: the answer is checked below)
+            dist = self.regressor.predict_one(x, with_dist=True, **kwargs)  # type: ignore[call-arg]
         except TypeError as err:
             if "with_dist" not in str(err):
                 raise
@@ -195,7 +210,7 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
             )
         return dist
 
-    def log_density_one(self, x, y) -> float:
+    def log_density_one(self, x: dict, y: float) -> float:
         """Log density of ``y`` under the predictive distribution for ``x``, before learning it.
 
         It is the wrapped model's log density of the standardised target minus the log of the

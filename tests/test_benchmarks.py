@@ -15,6 +15,7 @@ import sys
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from river_doebe.cli.entry import recalibrated_spec
@@ -204,7 +205,7 @@ def test_throughput_writes_every_model_with_its_rate_and_ratio(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         payload = throughput.main(["--n", str(n), "--repeats", str(repeats), "--out", str(out),
-                                   "--no-threshold"])
+                                   "--no-threshold", "--no-busy"])
     assert json.loads(out.read_text()) == json.loads(json.dumps(payload))
     results = payload["results"]
     drop_in = [throughput.drop_in_name(model, n, path) for model in throughput.DROP_INS
@@ -241,6 +242,15 @@ def test_throughput_writes_every_model_with_its_rate_and_ratio(tmp_path):
     machine = payload["machine"]
     assert machine["cores"] >= 1 and machine["numba_threads"] >= 1
     assert payload["ratios"] and all(v > 0 for v in payload["ratios"].values())
+
+
+def test_the_busy_processes_end_with_the_block_whatever_ends_it():
+    throughput = _load("throughput")
+    with pytest.raises(KeyboardInterrupt):
+        with throughput.busy_machine(2, deadline=60) as hogs:
+            assert all(h.poll() is None for h in hogs)
+            raise KeyboardInterrupt
+    assert all(h.poll() is not None for h in hogs)
 
 
 @pytest.mark.slow
@@ -369,3 +379,34 @@ def test_calibration_scores_every_model_on_each_stream(tmp_path):
     assert rows["Recalibrated(EDOEBE)"]["nmse"] == pytest.approx(rows["EDOEBE"]["nmse"])
     table = (tmp_path / "calibration.md").read_text()
     assert all(f"| trump_approval | {name} |" in table for name in rows)
+
+
+def test_sparse_streams_are_what_their_rows_claim_and_the_report_reads_its_json(tmp_path):
+    sparse = _load("sparse")
+    dropout = sparse.dropout_stream(n=400, n_warmup=100, seed=1)
+    assert not any(dropped for _, _, dropped in dropout[:100])
+    assert all(("temp" in x) != dropped for x, _, dropped in dropout)
+    shops = sparse.shops_stream(n=800, seed=1)
+    first = {x["shop"] for x, _ in shops[:700]}
+    assert len(first) == 5 and {x["shop"] for x, _ in shops} - first
+    texts = [x["text"] for x, _ in sparse.bow_stream(n=200, seed=1)]
+    assert texts[0] == "" and all(isinstance(t, str) for t in texts)
+    for kind in ("sensor", "tight sensor", "weight"):
+        rows = sparse.sweep_stream(kind, 0.9, seed=1, n=2000, n_warmup=1000)
+        window = np.mean([absent for _, _, absent in rows[:1000]])
+        assert window == pytest.approx(0.1, abs=0.03)
+        assert all(("a" in x) != absent for x, _, absent in rows)
+    results = {
+        "runs": [{"args": "--trials 1", "load": 1.0}],
+        "dropout": {"trials": [{"EDOEBE": {"mae_dropped": 0.5, "cover90_dropped": 0.4},
+                                "StandardScaler | BLR": {"mae_dropped": 0.4,
+                                                         "cover90_dropped": 0.9}}]},
+        "sweep": [{"kind": "weight", "presence": 0.9, "seed": 0, "dense_mae": 0.3,
+                   "dense_mae_absent": 1.0, "sparse_mae": 0.2, "sparse_mae_absent": None}],
+    }
+    results["dropout"]["summary"] = sparse._summary(results["dropout"]["trials"], "mae_dropped")
+    (tmp_path / "sparse.json").write_text(json.dumps(results))
+    assert sparse.main(["--report", "--out", str(tmp_path)]) is None
+    report = (tmp_path / "sparse.md").read_text()
+    assert "| StandardScaler \\| BLR | 0.400 |" in report and "Ratio of the means" in report
+    assert "| weight | 0.9 | 0.300 | 0.200 | 1.000 | - |" in report

@@ -180,17 +180,21 @@ def test_the_starts_are_the_spline_s_own():
     assert shared.hyper_start(Z, 1.0).shape == (1,)
 
 
-def test_a_new_input_is_not_taken_it_is_ignored_with_a_warning():
-    assert not BSpline().can_grow
+def test_a_new_input_is_taken_with_its_component_pinned_at_0():
+    """A spline's features at 0 are not 0: a new input's are shifted so that they are, and the
+    past samples keep theirs (exactness is tested for every basis in test_schema.py)."""
+    assert BSpline().can_grow
+    assert np.any(BSpline(n_features=20).initialize(1).featurize_one(np.zeros(1)) != 0.0)
     model = DOBE(BSpline(n_features=20))
     model.learn_one({"a": 0.1, "b": 0.2}, 1.0)
-    # a spline's features at 0 are not 0, so the past samples would not keep their features
-    assert np.any(BSpline(n_features=20).initialize(1).featurize_one(np.zeros(1)) != 0.0)
-    with pytest.warns(RuntimeWarning, match=r"\['c'\].*BSpline"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         model.learn_one({"a": 0.1, "b": 0.2, "c": 3.0}, 1.0)
-    assert model.feature_names_in_ == ("a", "b")
-    with pytest.raises(TypeError, match="cannot take new inputs"):
-        BSpline(n_features=20).initialize(2).grow(3)
+    assert model.feature_names_in_ == ("a", "b", "c")
+    basis = model.basis_
+    assert basis.n_outputs == 30 and not basis.featurize_one(np.array([0.1, 0.2, 0.0]))[20:].any()
+    with pytest.raises(RuntimeError, match="grew from 2 to 3"):
+        basis.with_hyper(basis.get_hyper())
 
 
 def _stream(n=400, D=2, seed=0):

@@ -191,9 +191,11 @@ def test_bad_input_raises_and_leaves_state_unchanged(x, y, exc, word):
     assert pickle.dumps(model) == before
 
 
-def test_empty_first_sample_is_refused():
-    with pytest.raises(ValueError, match="no features"):
-        DOBE().learn_one({}, 1.0)
+def test_an_empty_first_sample_is_learnt_and_a_non_dict_refused():
+    model = DOBE()
+    model.learn_one({}, 1.0)  # a sample with no active feature: only the bias learns
+    assert model.feature_names_in_ == () and model.n_samples_seen == 1
+    assert model.predict_one({"a": 3.0}) == model.predict_one({}) > 0.0
     with pytest.raises(TypeError, match="dict"):
         DOBE().learn_one([1.0, 2.0], 1.0)
 

@@ -152,8 +152,11 @@ def test_a_random_walk_below_the_rounding_of_the_covariance_is_refused():
         (lambda: DOBE(Linear(), var_rw=1e-3), {"a": 1e300, "b": 1e300}),
         (lambda: DOBEClassifier(), {"a": 1e155, "b": 0.0}),
         (lambda: DOBEClassifier(var_rw=1e-3), {"a": 1e160, "b": 0.0}),
+        (lambda: EDOEBE(models=[DOBE(AdditivePolynomial(3))]), {"a": 1e154, "b": 0.0}),
+        (lambda: EDOEBEClassifier(models=[DOBEClassifier()]), {"a": 1e155, "b": 0.0}),
     ],
-    ids=["poly3", "linear-dynamic", "classifier", "classifier-dynamic"],
+    ids=["poly3", "linear-dynamic", "classifier", "classifier-dynamic", "edoebe",
+         "edoebe-classifier"],
 )
 def test_finite_but_extreme_inputs_are_refused_and_change_nothing(make, x):
     """The original report: one sample of 1e154 made every later prediction NaN."""
@@ -162,7 +165,7 @@ def test_finite_but_extreme_inputs_are_refused_and_change_nothing(make, x):
     stream = [
         ({"a": float(rng.normal()), "b": float(rng.normal())}, bool(i % 2)) for i in range(40)
     ]
-    is_clf = isinstance(model, DOBEClassifier)
+    is_clf = isinstance(model, DOBEClassifier | EDOEBEClassifier)
     for xi, yi in stream[:30]:
         model.learn_one(xi, yi if is_clf else float(yi))
     before = pickle.dumps(model)

@@ -122,7 +122,3 @@ def test_no_import_cycle_among_the_modules():
         if node not in state:
             visit(node)
 
-
-def test_no_module_is_longer_than_700_lines():
-    long = {name: len(path.read_text().splitlines()) for name, path in _modules().items()}
-    assert {name: n for name, n in long.items() if n > 700} == {}

@@ -308,3 +308,31 @@ def test_the_fallback_statistics_are_exact_when_a_first_value_lies_in_half_to_on
         errors.append(abs(model.predict_one(x) - y))
         model.learn_one(x, y)
     assert max(errors) < 8.0  # (the unset unit gave an error of 103 on the third target)
+
+
+@pytest.mark.parametrize("n_learnt", [60, 200], ids=["warming-up", "warm"])
+def test_a_model_pickled_before_the_standardisation_adaptor_loads_and_streams_on(n_learnt):
+    """Its state as the releases before the adaptor pickled it: the engine or the fallback
+    beside a frozen standardisation ``_std`` and a sample count ``_n_seen``, no ``_fill``."""
+    from river_doebe.warmup.standardise import Standardizer
+
+    data = list(Friedman1(n_samples=260, n_features=5, seed=4))
+    model = _small()
+    for x, y in data[:n_learnt]:
+        model.learn_one(x, y)
+    state = pickle.loads(pickle.dumps(model)).__dict__
+    adaptor = state.pop("_adaptor")
+    del state["_fill"]
+    state["_std"] = adaptor.scaler if isinstance(adaptor.scaler, Standardizer) else None
+    state["_n_seen"] = model.n_samples_seen
+    old = EDOEBE.__new__(EDOEBE)
+    old.__setstate__(state)
+    assert old.n_samples_seen == n_learnt and old.is_warm == model.is_warm
+    for x, y in data[n_learnt:]:
+        a, b = old.predict_one(x, with_dist=True), model.predict_one(x, with_dist=True)
+        assert (a.mu, a.sigma) == (b.mu, b.sigma)
+        old.learn_one(x, y)
+        model.learn_one(x, y)
+    assert old.n_samples_seen == model.n_samples_seen == len(data)
+    np.testing.assert_array_equal(old.weights, model.weights)
+    assert old.log_evidence_ == model.log_evidence_

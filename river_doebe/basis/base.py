@@ -77,7 +77,11 @@ class Basis(base.Transformer, abc.ABC):
       scales: none);
     - ``_observe(z)`` and :attr:`wants_observations` (a basis that changes with the samples a
       learner learns from: none);
-    - :attr:`can_grow` and ``_grow(n_inputs)`` (a basis that can take new inputs exactly: no).
+    - :attr:`can_grow` and ``_grow(n_inputs)`` (a basis that can take new inputs exactly: no;
+      every family of the package can).
+
+    A basis may be set up for 0 inputs (a first sample with no active feature): its features
+    are then those of the empty input (none, or constants), and it grows from there.
     """
 
     #: whether a Laplace approximation over this family's hyperparameters is affordable
@@ -100,8 +104,8 @@ class Basis(base.Transformer, abc.ABC):
     def initialize(self, n_inputs: int) -> Basis:
         """Fix the input dimension (idempotent for the same dimension)."""
         n_inputs = int(n_inputs)
-        if n_inputs < 1:
-            raise ValueError("a basis needs at least one input dimension")
+        if n_inputs < 0:
+            raise ValueError(f"the number of inputs cannot be negative, got {n_inputs}")
         if self.n_inputs is None:
             self._init(n_inputs)
             self._n_inputs = n_inputs
@@ -151,9 +155,18 @@ class Basis(base.Transformer, abc.ABC):
         """Take ``n_inputs`` inputs instead of :attr:`n_inputs`; the new ones come last.
 
         Only for a basis whose features of any input with the new coordinates at 0 are the old
-        features of that input, in the same relative order, with every new feature 0 there (a
-        learner can then add the new weights to its posterior exactly). Returns the position of
-        each old feature in the new feature vector (increasing).
+        features of that input, bit for bit and in the same relative order, with every new
+        feature exactly 0 there (a learner can then add the new weights to its posterior
+        exactly: the past samples had the new inputs at 0). Returns the position of each old
+        feature in the new feature vector (increasing).
+
+        A new input enters as the inputs the basis was set up with: drawn from the same prior
+        (random frequencies), at the same place (centres at 0 in it), with the shared length
+        scale, or with ARD length scales the value the families start from,
+        :data:`NEW_INPUT_LENGTHSCALE` (``1``: the E-DOEBE's members see standardised inputs).
+        An additive family whose features are not 0 at 0 (the Hilbert-space GP, the splines)
+        gives a new input the component ``f_d(x_d) - f_d(0)``: its prior pinned at 0, where
+        the past samples had it.
         """
         D = self._require_initialized("grow")
         n_inputs = int(n_inputs)
@@ -259,8 +272,6 @@ class Basis(base.Transformer, abc.ABC):
 
         schema = getattr(self, "_schema", None)
         if schema is None:
-            if X.shape[1] == 0:
-                raise ValueError("the batch has no features, so no input schema can be fixed")
             schema = Schema(X.columns)
             Z = schema.frame_to_array(X)
             self.initialize(len(schema))
@@ -340,6 +351,12 @@ class _PositiveHyperBasis(Basis):
 
     def with_hyper(self, psi):
         D = self._require_initialized("with_hyper")
+        if self._n_base != D:
+            raise RuntimeError(
+                f"{type(self).__name__} grew from {self._n_base} to {D} inputs: its later "
+                "inputs are pinned at 0, which its constructor cannot express; refit a basis set "
+                f"up for all {D} inputs instead"
+            )
         psi = _psi_vector(psi, D if self._ard else 1)
         return self._copy_face(self._rebuilt(_lengthscale_param(psi, self._ard)))
 
@@ -416,6 +433,20 @@ def _cotangent(G, n_rows: int, n_outputs: int) -> np.ndarray:
 
 
 _LOG_LS_BOUNDS = (float(np.log(1e-6)), float(np.log(1e2)))
+
+#: the length scale (a spline's smoothness) of an input that joins a basis with one value per
+#: input: where the families' templates start (:mod:`river_doebe.warmup.families`), in the
+#: standardised units an E-DOEBE's members see
+NEW_INPUT_LENGTHSCALE = 1.0
+
+
+def _grown_per_input(values: np.ndarray, shared: np.ndarray, n_inputs: int) -> np.ndarray:
+    """Per-input values of a shared (0-d) or per-input (1-d) parameter after growth to
+    ``n_inputs``: the shared value for every input, or the old values (untouched) followed by
+    :data:`NEW_INPUT_LENGTHSCALE`."""
+    if shared.ndim == 0:
+        return np.broadcast_to(shared, (n_inputs,)).astype(np.float64)
+    return np.r_[values, np.full(n_inputs - values.shape[0], NEW_INPUT_LENGTHSCALE)]
 
 _ROW0 = np.zeros(1, dtype=np.int64)
 _ACTIVE1 = np.ones(1, dtype=np.bool_)

@@ -9,11 +9,15 @@ import numba
 import numpy as np
 
 from river_doebe.basis.base import (
+    _ACTIVE1,
+    _ROW0,
     _check_lengthscale,
     _check_positive_int,
     _cotangent,
+    _grown_per_input,
     _lengthscale_vector,
     _PositiveHyperBasis,
+    stack_params,
 )
 from river_doebe.kernels.jit import stack_kernel
 
@@ -43,7 +47,7 @@ def penalty_eigen(n_basis: int, order: int) -> tuple[np.ndarray, np.ndarray]:
     return s, np.ascontiguousarray(V)
 
 
-def _bspline(Z, Phi, rows, active, n_basis, degree, lo, width, weights):
+def _bspline(Z, Phi, rows, active, n_basis, degree, lo, width, weights, n_base, shift):
     B, D = Z.shape
     for k in numba.prange(rows.shape[0]):
         r = rows[k]
@@ -72,10 +76,13 @@ def _bspline(Z, Phi, rows, active, n_basis, degree, lo, width, weights):
                     N[q] = saved
                 # the p + 1 non-zero B-splines j..j+p times the whitening rows
                 base = d * n
+                pinned = d >= n_base[k]  # an input that joined later: f_d(x_d) - f_d(0)
                 for f in range(n):
                     acc = 0.0
                     for a in range(p + 1):
                         acc += N[a] * weights[k, d, j + a, f]
+                    if pinned:
+                        acc = acc - shift[k, d, f]
                     Phi[r, i, base + f] = acc
 
 
@@ -142,9 +149,14 @@ class BSpline(_PositiveHyperBasis):
     Hyperparameters (``psi``): the log smoothness, one value if ``smoothness`` is a number, one
     per input if it is a sequence, with analytic gradients through the whitening. For the
     empirical-Bayes starts (:meth:`hyper_start`), a start ``s`` sets ``lambda_d`` so that the
-    prior's wiggles have a span of about ``s`` times the input's warm-up range. A new input's
-    features at 0 are not 0, so the basis cannot take new inputs exactly (:attr:`can_grow` is
-    false): the first sample learnt fixes its inputs.
+    prior's wiggles have a span of about ``s`` times the input's warm-up range.
+
+    **New inputs** (:meth:`~river_doebe.basis.base.Basis.grow`): an input that joins later gets
+    the same ``n`` B-splines on the boundary of an unfitted input (``boundary`` if it is one
+    pair, else ``[-3 c, 3 c]``), with the shared smoothness or, with one per input, a
+    smoothness of 1. Its component is pinned at 0, ``phi_d(x) - phi_d(0)``, so that the past
+    samples, which lacked it, keep their features exactly; the inputs the basis was set up with
+    keep theirs unchanged.
 
     Parameters
     ----------
@@ -249,16 +261,12 @@ class BSpline(_PositiveHyperBasis):
 
     # ------------------------------------------------------------------ setup
     def _init(self, n_inputs):
-        n = int(self.n_features) // n_inputs
-        if n < self.degree + 1 or n <= self.penalty_order:
-            raise ValueError(
-                f"n_features={self.n_features} gives {n} B-splines for each of {n_inputs} inputs: "
-                f"BSpline needs at least degree + 1 = {self.degree + 1} and more than "
-                f"penalty_order = {self.penalty_order} per input"
-            )
-        self._n = n
+        self._n_base = n_inputs  # the inputs it is set up with; later ones are pinned at 0
+        if n_inputs:
+            self._set_count(n_inputs)
+        else:  # nothing to set up yet: the B-splines per input are counted at the first growth
+            self._n, self._s, self._V = 0, np.zeros(0), np.zeros((0, 0))
         self._lam_vec = _lengthscale_vector(self._lam, n_inputs, name="smoothness")
-        self._s, self._V = penalty_eigen(n, int(self.penalty_order))
         if self._boundary_param is not None:
             if self._boundary_param.ndim == 2 and self._boundary_param.shape[0] != n_inputs:
                 raise ValueError(
@@ -272,6 +280,17 @@ class BSpline(_PositiveHyperBasis):
         self._set_boundary(box)
         self._set_weights()
 
+    def _set_count(self, n_inputs: int) -> None:
+        n = int(self.n_features) // n_inputs
+        if n < self.degree + 1 or n <= self.penalty_order:
+            raise ValueError(
+                f"n_features={self.n_features} gives {n} B-splines for each of {n_inputs} inputs: "
+                f"BSpline needs at least degree + 1 = {self.degree + 1} and more than "
+                f"penalty_order = {self.penalty_order} per input"
+            )
+        self._n = n
+        self._s, self._V = penalty_eigen(n, int(self.penalty_order))
+
     def _fit(self, Z):
         if self._boundary_param is not None:
             return
@@ -283,6 +302,7 @@ class BSpline(_PositiveHyperBasis):
         mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
         half = float(self.boundary_factor) * np.where(half > 0, half, 1.0)
         self._set_boundary(np.column_stack([mid - half, mid + half]))
+        self._pin()
 
     def _set_boundary(self, box):
         box = np.asarray(box, dtype=np.float64)
@@ -292,13 +312,53 @@ class BSpline(_PositiveHyperBasis):
             raise ValueError(f"the boundary must be finite with lo < hi, got {box.tolist()}")
 
     def _set_weights(self):
-        # W_d = V diag((lambda_d s / ridge + 1)^-1/2) V': the symmetric square root of
-        # ridge * Q_d^{-1}
-        prec = self._lam_vec[:, None] * self._s[None, :] / float(self.ridge) + 1.0  # (D, n)
-        self._scale = prec**-0.5
-        self._weights = np.ascontiguousarray(
-            np.einsum("ik,dk,jk->dij", self._V, self._scale, self._V)
-        )
+        self._scale, self._weights = self._whitening(self._lam_vec)
+        self._pin()
+
+    def _whitening(self, lam):
+        """``(scale, W)`` of inputs with smoothness ``lam``: ``W_d = V diag((lambda_d s / ridge +
+        1)^-1/2) V'``, the symmetric square root of ``ridge * Q_d^{-1}``."""
+        prec = lam[:, None] * self._s[None, :] / float(self.ridge) + 1.0  # (D, n)
+        scale = prec**-0.5
+        return scale, np.ascontiguousarray(np.einsum("ik,dk,jk->dij", self._V, scale, self._V))
+
+    def _pin(self):
+        """The features at 0 of the inputs that joined later, as the kernel computes them, so
+        that it subtracts them exactly (0 at 0, bit for bit)."""
+        D, base = self._lo.shape[0], self._n_base
+        self._shift = np.zeros((D, self._n))
+        if base < D:
+            out = np.zeros((1, 1, D * self._n))
+            self._kernel(np.zeros((1, D)), out, _ROW0, _ACTIVE1, *stack_params([self._params()]))
+            self._shift[base:] = out[0, 0].reshape(D, self._n)[base:]
+
+    @property
+    def can_grow(self) -> bool:
+        """Always: a new input's component is pinned at 0 (see the class docstring)."""
+        return True
+
+    def _grow(self, n_inputs):
+        D = self.n_inputs
+        if D == 0:
+            self._set_count(n_inputs)
+        n, k = self._n, n_inputs - D
+        param = self._boundary_param
+        if param is not None and param.ndim == 1:
+            box = np.tile(param, (k, 1))
+        else:
+            half = float(self.boundary_factor) * _UNFITTED_EXTENT
+            box = np.tile([-half, half], (k, 1))
+        lam = _grown_per_input(self._lam_vec, self._lam, n_inputs)
+        scale, weights = self._whitening(lam[D:])
+        # the old inputs' arrays are kept as they are (their features must not move by a bit)
+        self._lam_vec = lam
+        self._lo = np.ascontiguousarray(np.r_[self._lo, box[:, 0]])
+        self._width = np.ascontiguousarray(np.r_[self._width, box[:, 1] - box[:, 0]])
+        self._scale = np.vstack([self._scale.reshape(D, n), scale])
+        self._weights = np.ascontiguousarray(np.concatenate([self._weights.reshape(D, n, n),
+                                                             weights]))
+        self._pin()
+        return np.arange(D * n)
 
     @property
     def boundary_(self) -> np.ndarray:
@@ -316,7 +376,8 @@ class BSpline(_PositiveHyperBasis):
 
     def _params(self):
         return (np.array(self._n, dtype=np.int64), np.array(self.degree, dtype=np.int64),
-                self._lo, self._width, self._weights)
+                self._lo, self._width, self._weights, np.array(self._n_base, dtype=np.int64),
+                self._shift)
 
     # ------------------------------------------------------------------ array face
     def _knots(self, d: int) -> np.ndarray:
@@ -342,7 +403,17 @@ class BSpline(_PositiveHyperBasis):
     def featurize(self, Z):
         Z = self._as_batch(Z)
         blocks = [Bd @ self._weights[d] for d, Bd in enumerate(self.design_matrix(Z))]
+        for d, b0 in self._pins():
+            blocks[d] = blocks[d] - b0 @ self._weights[d]
         return np.hstack(blocks) if blocks else np.zeros((Z.shape[0], 0))
+
+    def _pins(self):
+        """``(d, B_d(0))`` for each input that joined later (its B-splines at 0, a dense row)."""
+        D, base = self.n_inputs, self._n_base
+        if base == D:
+            return []
+        rows = self.design_matrix(np.zeros((1, D)))
+        return [(d, rows[d].toarray()) for d in range(base, D)]
 
     def feature_names(self):
         return [f"bspline_{name}_{j}" for name in self._input_names() for j in range(self._n)]
@@ -379,8 +450,11 @@ class BSpline(_PositiveHyperBasis):
         r = self._lam_vec[:, None] * self._s[None, :] / float(self.ridge)
         dscale = -0.5 * r * self._scale**3  # (D, n)
         g = np.empty(Z.shape[1])
+        pins = dict(self._pins())
         for d, Bd in enumerate(self.design_matrix(Z)):
             M = np.asarray(Bd.T @ G[:, d * n : (d + 1) * n])  # (n, n)
+            if d in pins:  # a pinned input's features are (B_d - B_d(0)) W_d
+                M = M - np.outer(pins[d], G[:, d * n : (d + 1) * n].sum(axis=0))
             g[d] = np.sum(dscale[d] * np.einsum("ik,ij,jk->k", self._V, M, self._V))
         return g if self._ard else np.array([g.sum()])
 

@@ -9,12 +9,16 @@ import numba
 import numpy as np
 
 from river_doebe.basis.base import (
+    _ACTIVE1,
     _LOG_LS_BOUNDS,
+    _ROW0,
     _check_lengthscale,
     _check_positive_int,
     _cotangent,
+    _grown_per_input,
     _lengthscale_vector,
     _PositiveHyperBasis,
+    stack_params,
 )
 from river_doebe.kernels.jit import stack_kernel
 
@@ -59,7 +63,7 @@ def spectral_density(omega, lengthscale=1.0, kernel="se"):
     return np.exp(_log_spectral_density(np.asarray(omega, dtype=np.float64), l, kernel)[0])
 
 
-def _hsgp(Z, Phi, rows, active, n_eig, boundary, weights):
+def _hsgp(Z, Phi, rows, active, n_eig, boundary, weights, n_base, shift):
     B, D = Z.shape
     for ki in numba.prange(rows.shape[0] * B):  # (member, row) pairs: even runs per thread
         k, i = ki // B, ki % B
@@ -74,8 +78,12 @@ def _hsgp(Z, Phi, rows, active, n_eig, boundary, weights):
             s_prev = 0.0
             s = np.sin(t)
             base = d * J
+            pinned = d >= n_base[k]  # an input that joined later: f_d(x_d) - f_d(0)
             for j in range(J):
-                Phi[r, i, base + j] = weights[k, d, j] * s
+                v = weights[k, d, j] * s
+                if pinned:
+                    v = v - shift[k, d, j]
+                Phi[r, i, base + j] = v
                 # Chebyshev recurrence: sin((j+1) t) = 2 cos(t) sin(j t) - sin((j-1) t)
                 s_next = c2 * s - s_prev
                 s_prev = s
@@ -111,6 +119,14 @@ class HilbertGP(_PositiveHyperBasis):
     Hyperparameters (``psi``): the log length scales, one value if ``lengthscale`` is a number, one
     per input if it is a sequence. :meth:`with_hyper` stores the box in ``boundary``, so a clone
     keeps it.
+
+    **New inputs** (:meth:`~river_doebe.basis.base.Basis.grow`): an input that joins later gets
+    the same ``J`` eigenfunctions, on the box of an unfitted input (``boundary`` if it is one
+    number, else ``boundary_factor * 3``), with the shared length scale or, with ARD, a length
+    scale of 1. Its component is pinned at 0, ``phi_{d,j}(x) - phi_{d,j}(0)``: the past samples,
+    which lacked it, keep their features exactly, and its prior is that of ``f_d(x_d) -
+    f_d(0)``, a GP that is 0 at the input's absence. The inputs the basis was set up with keep
+    their features unchanged.
 
     Parameters
     ----------
@@ -201,19 +217,23 @@ class HilbertGP(_PositiveHyperBasis):
 
     # ------------------------------------------------------------------ setup
     def _init(self, n_inputs):
-        J = int(self.n_features) // n_inputs
-        if J == 0:
-            raise ValueError(
-                f"n_features={self.n_features} is smaller than the number of inputs ({n_inputs}): "
-                "HilbertGP needs at least one eigenfunction per input"
-            )
-        self._J = J
+        self._n_base = n_inputs  # the inputs it is set up with; later ones are pinned at 0
+        self._J = self._eigen_count(n_inputs) if n_inputs else 0
         self._ls_vec = _lengthscale_vector(self._ls, n_inputs)
         if self._boundary_param is not None:
             L = _lengthscale_vector(self._boundary_param, n_inputs, name="boundary")
         else:
             L = np.full(n_inputs, float(self.boundary_factor) * _UNFITTED_EXTENT)
         self._set_boundary(L)
+
+    def _eigen_count(self, n_inputs: int) -> int:
+        J = int(self.n_features) // n_inputs
+        if J == 0:
+            raise ValueError(
+                f"n_features={self.n_features} is smaller than the number of inputs ({n_inputs}): "
+                "HilbertGP needs at least one eigenfunction per input"
+            )
+        return J
 
     def _fit(self, Z):
         if self._boundary_param is not None:
@@ -226,11 +246,52 @@ class HilbertGP(_PositiveHyperBasis):
 
     def _set_boundary(self, L):
         self._L = np.ascontiguousarray(L, dtype=np.float64)
+        self._omega, self._weights, self._dlog_s = self._components(self._L, self._ls_vec)
+        self._pin()
+
+    def _components(self, L, ls):
+        """The angular frequencies, feature weights and ``dlog S / dlog l`` of inputs with box
+        half-widths ``L`` and length scales ``ls``, each ``(len(L), J)``."""
         j = np.arange(1, self._J + 1, dtype=np.float64)
-        self._omega = j[None, :] * np.pi / (2.0 * self._L[:, None])  # (D, J)
-        log_s, dlog_s = _log_spectral_density(self._omega, self._ls_vec[:, None], self.kernel)
-        self._weights = np.ascontiguousarray(np.exp(0.5 * log_s) / np.sqrt(self._L)[:, None])
-        self._dlog_s = dlog_s
+        omega = j[None, :] * np.pi / (2.0 * L[:, None])  # (D, J)
+        log_s, dlog_s = _log_spectral_density(omega, ls[:, None], self.kernel)
+        return omega, np.ascontiguousarray(np.exp(0.5 * log_s) / np.sqrt(L)[:, None]), dlog_s
+
+    def _pin(self):
+        """The features at 0 of the inputs that joined later, as the kernel computes them, so
+        that it subtracts them exactly (0 at 0, bit for bit)."""
+        D, base = self._L.shape[0], getattr(self, "_n_base", self._L.shape[0])
+        self._shift = np.zeros((D, self._J))
+        if base < D:
+            out = np.zeros((1, 1, D * self._J))
+            self._kernel(np.zeros((1, D)), out, _ROW0, _ACTIVE1, *stack_params([self._params()]))
+            self._shift[base:] = out[0, 0].reshape(D, self._J)[base:]
+
+    @property
+    def can_grow(self) -> bool:
+        """Always: a new input's component is pinned at 0 (see the class docstring)."""
+        return True
+
+    def _grow(self, n_inputs):
+        D = self.n_inputs
+        if D == 0:  # nothing was set up: the eigenfunctions per input are counted now
+            self._J = self._eigen_count(n_inputs)
+        param = self._boundary_param
+        width = float(param) if param is not None and param.ndim == 0 else (
+            float(self.boundary_factor) * _UNFITTED_EXTENT)
+        L_new = np.full(n_inputs - D, width)
+        ls = _grown_per_input(self._ls_vec, self._ls, n_inputs)
+        omega, weights, dlog_s = self._components(L_new, ls[D:])
+        # the old inputs' arrays are kept as they are (their features must not move by a bit)
+        self._ls_vec = ls
+        self._L = np.ascontiguousarray(np.r_[self._L, L_new])
+        self._omega = np.vstack([self._omega.reshape(D, self._J), omega])
+        self._weights = np.ascontiguousarray(np.vstack([self._weights.reshape(D, self._J),
+                                                        weights]))
+        self._dlog_s = np.vstack([np.reshape(self._dlog_s, (D, self._J)), dlog_s])
+        self._n_inputs = n_inputs  # (the kernel of _pin reads it)
+        self._pin()
+        return np.arange(D * self._J)
 
     @property
     def boundary_(self) -> np.ndarray:
@@ -243,7 +304,8 @@ class HilbertGP(_PositiveHyperBasis):
         return self.n_inputs * self._J
 
     def _params(self):
-        return (np.array(self._J, dtype=np.int64), self._L, self._weights)
+        return (np.array(self._J, dtype=np.int64), self._L, self._weights,
+                np.array(self._n_base, dtype=np.int64), self._shift)
 
     # ------------------------------------------------------------------ array face
     def featurize(self, Z):
@@ -252,6 +314,11 @@ class HilbertGP(_PositiveHyperBasis):
         j = np.arange(1, self._J + 1, dtype=np.float64)
         t = 0.5 * np.pi * (Z + self._L) / self._L  # (n, D): the angle of j = 1
         Phi = self._weights[None, :, :] * np.sin(t[:, :, None] * j[None, None, :])
+        base = self._n_base
+        if base < D:  # the inputs that joined later, pinned at 0
+            L = self._L[base:]
+            t0 = 0.5 * np.pi * (0.0 + L) / L
+            Phi[:, base:, :] -= self._weights[None, base:, :] * np.sin(t0[None, :, None] * j)
         return Phi.reshape(n, D * self._J)
 
     def feature_names(self):

@@ -12,6 +12,7 @@ from river_doebe.basis.base import (
     Basis,
     _check_lengthscale,
     _check_positive_int,
+    _grown_per_input,
     _lengthscale_param,
     _lengthscale_vector,
 )
@@ -194,16 +195,16 @@ class RBFNetwork(Basis):
 
     @property
     def can_grow(self) -> bool:
-        """Centres not given, one length scale for every input: a new input puts every centre at
-        0 in its coordinate, where a sample that lacks it adds nothing to any distance."""
-        return self.centres is None and self._ls.ndim == 0
+        """Always: a new input puts every centre at 0 in its coordinate (with ARD, a length
+        scale of 1), where a sample that lacks it adds nothing to any distance."""
+        return True
 
     def _grow(self, n_inputs):
         k = n_inputs - self.n_inputs
         self._centres = np.ascontiguousarray(
             np.hstack([self._centres, np.zeros((self._centres.shape[0], k))])
         )
-        self._ls_vec = _lengthscale_vector(self._ls, n_inputs)
+        self._ls_vec = _grown_per_input(self._ls_vec, self._ls, n_inputs)
         self._inv_ls = 1.0 / self._ls_vec
         return np.arange(self.n_outputs)
 

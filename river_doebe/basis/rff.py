@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+import zlib
 
 import numba
 import numpy as np
@@ -12,6 +13,7 @@ from river_doebe.basis.base import (
     Basis,
     _check_lengthscale,
     _check_positive_int,
+    _grown_per_input,
     _lengthscale_param,
     _lengthscale_vector,
 )
@@ -48,7 +50,7 @@ def _draw_base_frequencies(n_freq, n_inputs, kernel, sampler, seed):
     """Draw the ``(H, D)`` base frequencies ``eps`` of a unit-length-scale kernel, and the
     per-frequency divisor ``sqrt(u / (2 nu))`` of a Matern kernel (ones for the SE kernel)."""
     nu = _KERNELS[kernel]
-    if sampler == "mc":
+    if sampler == "mc" or n_inputs == 0:  # (no input: only a Matern kernel's divisors to draw)
         rng = np.random.default_rng(seed)
         eps = rng.standard_normal((n_freq, n_inputs))
         if nu is None:
@@ -79,6 +81,26 @@ def _new_column(n_freq, mix, seed, dim):
     frequency keeps its spectral density."""
     rng = np.random.default_rng(None if seed is None else [int(seed) % 2**32, 0x67726F77, dim])
     return rng.standard_normal(n_freq) / mix
+
+
+def _conditional_column(eps, nu, seed):
+    """Base frequencies of a new input given the ``(H, D)`` base frequencies ``eps`` whose
+    Matern divisors are not known (given or fitted frequencies): for the squared exponential
+    kernel standard normal draws; for a Matern kernel, whose frequencies are multivariate
+    Student-t with ``2 nu`` degrees of freedom, the conditional of one more coordinate given
+    the others, a Student-t with ``2 nu + D`` degrees of freedom and scale
+    ``sqrt((2 nu + |eps_h|^2) / (2 nu + D))``: either way every frequency keeps its spectral
+    density. The stream is that of ``seed`` (or of ``eps`` itself when ``seed`` is ``None``,
+    so that copies of a basis grow alike) and of ``D``."""
+    H, D = eps.shape
+    key = zlib.crc32(np.ascontiguousarray(eps).tobytes()) if seed is None else int(seed) % 2**32
+    rng = np.random.default_rng([key, 0x67726F77, D])
+    g = rng.standard_normal(H)
+    if nu is None:
+        return g
+    dof = 2.0 * nu + D
+    scale = np.sqrt((2.0 * nu + np.einsum("hd,hd->h", eps, eps)) / dof)
+    return scale * g / np.sqrt(rng.chisquare(dof, size=H) / dof)
 
 
 class RandomFourierFeatures(Basis):
@@ -236,16 +258,22 @@ class RandomFourierFeatures(Basis):
 
     @property
     def can_grow(self) -> bool:
-        """Drawn frequencies (not given, not optimised) and one length scale for every input:
-        a new input gets a new column of frequencies; at 0 it leaves every feature as it was."""
-        return self.frequencies is None and not self.optimize_frequencies and self._ls.ndim == 0
+        """Always: a new input gets a new column of frequencies from the same spectral density
+        (with ARD, a length scale of 1); at 0 it leaves every feature as it was."""
+        return True
 
     def _grow(self, n_inputs):
         D = self.n_inputs
-        cols = [_new_column(int(self.n_frequencies), self._mix, self.seed, d)
-                for d in range(D, n_inputs)]
-        self._eps = np.ascontiguousarray(np.column_stack([self._eps, *cols]))
-        self._ls_vec = _lengthscale_vector(self._ls, n_inputs)
+        eps = self._eps
+        for d in range(D, n_inputs):
+            if self._mix is not None:  # drawn here: the divisors are known
+                col = _new_column(int(self.n_frequencies), self._mix, self.seed, d)
+            else:
+                col = _conditional_column(eps, _KERNELS[self.kernel], self.seed)
+            eps = np.column_stack([eps, col])
+        self._eps = np.ascontiguousarray(eps)
+        self._ls_vec = _grown_per_input(self._ls_vec, self._ls, n_inputs)
+        # (element by element: the old columns of W keep their values to the bit)
         self._W = np.ascontiguousarray(self._eps / self._ls_vec)
         return np.arange(self.n_outputs)
 

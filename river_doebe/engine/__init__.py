@@ -13,7 +13,7 @@ for many rows at once, :meth:`Engine.learn_block`. The modules:
   likelihood;
 - :mod:`~river_doebe.engine.weighting`: :class:`Weighting`, how the weights learn (model
   averaging or online stacking, and a fixed share);
-- :mod:`~river_doebe.engine.threads`: how many threads the stack kernels use.
+- :mod:`~river_doebe.engine.threads`: how many threads the stack kernels use, and when.
 
 **One sample** costs one featurisation call per basis family, one predict sweep over the whole
 stack, one likelihood update and the weight steps, all in Numba (:mod:`river_doebe.kernels`).
@@ -29,10 +29,12 @@ row while its covariance stays in cache, then the weights row by row. The member
 not depend on the weights, and each member does the per-sample arithmetic, so the block leaves
 the engine and returns the predictions exactly as the rows one by one would.
 
-**Threads.** A stack large enough to pay for them runs its members on every thread, in the
+**Threads.** A stack large enough for them can run its members on every thread, in the
 featurisation, the predict sweep and the block path alike (each member's numbers are its own:
-the results do not depend on the thread count); :func:`set_num_threads` and :func:`num_threads`
-set the count for the process.
+the results do not depend on the thread count). By default each stack times its serial and
+parallel kernels on the stream and runs the faster, checking again as it goes
+(:class:`~river_doebe.engine.threads.Pace`); :func:`set_num_threads` and :func:`num_threads` set
+an explicit count for the process, which always wins.
 
 **Dead members.** A member whose weight is zero and can never come back (pruned by the weight
 floor, with no switching path from a live member) leaves the stack, with its memory and time;

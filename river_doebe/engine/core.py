@@ -9,7 +9,7 @@ import numpy as np
 from river_doebe._checks import check_transition
 from river_doebe.basis.base import stack_params
 from river_doebe.engine.members import FilterError, Member, csc_transition
-from river_doebe.engine.threads import balanced_order, use_threads
+from river_doebe.engine.threads import Pace, balanced_order
 from river_doebe.engine.weighting import Weighting
 from river_doebe.kernels.gaussian import gaussian_block, gaussian_block_parallel, gaussian_update
 from river_doebe.kernels.stack import (
@@ -51,6 +51,8 @@ class Engine:
         How the weights learn (:class:`~river_doebe.engine.weighting.Weighting`): Bayesian model
         averaging (the default) or online stacking, and the fixed share.
 
+    Notes
+    -----
     A member is filtered while it can still carry weight: under model averaging while its weight
     is positive, under switching while weight can still flow to it from a member that has some
     (its twins, in an E-DOEBE). A member that can never carry weight again is dead: it leaves the
@@ -64,7 +66,7 @@ class Engine:
     #: per-step buffers, rebuilt rather than pickled
     _scratch: frozenset = frozenset(
         ("Phi", "V", "E", "mean", "var", "loglik", "new_log_w", "filtered", "log_prior",
-         "status", "_cache_z", "_reach", "src", "_slot_active", "order")
+         "status", "_cache_z", "_reach", "src", "_slot_active", "order", "_pace", "_block_pace")
     )
 
     def __init__(self, members: list[Member], transition=None, weight_floor: float = 0.0,
@@ -159,6 +161,14 @@ class Engine:
         self._cache_z = None
         self.work = int(np.sum(self.F * self.F))
         self.order = balanced_order(self.static, self.F)
+        # which kernels run (one thread or all) is timed on the stream (kept out of pickles and
+        # copies: it changes no number)
+        if "_pace" in self.__dict__:
+            self._pace.restack()
+            self._block_pace.restack()
+        else:
+            self._pace = Pace()  # one sample at a time: chunks of 8 samples
+            self._block_pace = Pace(chunk=1, rounds=1, first=8, longest=64)  # a block a chunk
 
     def _build_groups(self) -> None:
         """The featurisation plan: members whose bases give the same features (an E-DOEBE's
@@ -219,9 +229,9 @@ class Engine:
         if key == self._cache_z:
             return
         self._switch()
-        # a stack large enough for the parallel sweep featurises on every thread too: the
-        # threads are awake already, and 90 members of 100 features take 28 us instead of 40
-        parallel = use_threads(self.work, self.M)
+        # a stack on the parallel sweep featurises on every thread too: the threads are awake
+        # already, and 90 members of 100 features take 28 us instead of 40
+        parallel = self.M > 1 and self._pace.start(self.work, self.M)  # (a single learner: never)
         self._featurize(z[None, :], self.Phi[:, None, :], parallel)
         sweep = predict_stack_parallel if parallel else predict_stack
         if sweep(self.order, self.Phi, self.src, self.F, self.static, self._mu, self._C,
@@ -357,8 +367,7 @@ class Engine:
         """Whether the block path is exact now (no basis changes with the samples it learns)."""
         return not self._observers
 
-    def _block_kernel(self):
-        parallel = use_threads(self.work, self.M, 2)
+    def _block_kernel(self, parallel: bool):
         return gaussian_block_parallel if parallel else gaussian_block
 
     def learn_block(self, Z: np.ndarray, Y: np.ndarray, keep_weights: bool = False):
@@ -375,11 +384,14 @@ class Engine:
         """
         B = Z.shape[0]
         M, Fmax = self._mu.shape
+        self._pace.forget()  # the time of a block is not a sample's
+        parallel = self._block_pace.start(self.work, self.M, B)
         # slot-major, as the kernels read it (each fills the columns its members read)
         Phi3 = np.empty((len(self._slot_active), B, Fmax))
-        self._featurize(np.ascontiguousarray(Z), Phi3, use_threads(self.work, self.M, B))
+        self._featurize(np.ascontiguousarray(Z), Phi3, parallel)
         saved = self._block_state()
-        out = self._member_pass(Phi3, Y)
+        out = self._member_pass(Phi3, Y, parallel)
+        self._block_pace.stop()
         bad = out[-1]
         if (bad >= 0).any():
             t_bad = int(bad[bad >= 0].min())
@@ -409,11 +421,11 @@ class Engine:
 
     _classifies = False
 
-    def _member_pass(self, Phi3, Y):
+    def _member_pass(self, Phi3, Y, parallel: bool):
         M, B = self.M, Phi3.shape[1]
         mean, var, loglik = np.empty((B, M)), np.empty((B, M)), np.empty((B, M))
         bad = np.empty(M, dtype=np.int64)
-        self._block_kernel()(
+        self._block_kernel(parallel)(
             self.order, Phi3, self.src, np.asarray(Y, dtype=np.float64), self.F, self.static,
             self._mu, self._C, self.var_rw, self.var_theta, self.var_eps, self.filtered, self.V,
             self.E, self.pvec, self.pc, self.pg, self.pend, self.n_filtered, mean, var, loglik,

@@ -9,7 +9,6 @@ import numpy as np
 from river_doebe._checks import check_update
 from river_doebe.engine.core import Engine
 from river_doebe.engine.members import Member
-from river_doebe.engine.threads import use_threads
 from river_doebe.kernels.logistic import (
     laplace_block,
     laplace_block_parallel,
@@ -97,15 +96,15 @@ class LogisticEngine(Engine):
     # ------------------------------------------------------------------ blocks
     _classifies = True
 
-    def _block_kernel(self):
-        return laplace_block_parallel if use_threads(self.work, self.M, 2) else laplace_block
+    def _block_kernel(self, parallel: bool):
+        return laplace_block_parallel if parallel else laplace_block
 
-    def _member_pass(self, Phi3, Y):
+    def _member_pass(self, Phi3, Y, parallel: bool):
         M, B = self.M, Phi3.shape[1]
         mean, var = np.empty((B, M)), np.empty((B, M))
         logit, loglik = np.empty((B, M)), np.empty((B, M))
         bad = np.empty(M, dtype=np.int64)
-        self._block_kernel()(
+        self._block_kernel(parallel)(
             self.order, Phi3, self.src, np.asarray(Y, dtype=np.int64), self.F, self.static,
             self._mu, self._C, self.var_rw, self.var_theta, self.var_eps, self.filtered, self.V,
             self.E, self.pvec, self.pc, self.pg, self.pend, self.n_filtered, mean, var, logit,

@@ -1,21 +1,44 @@
-"""How many threads the member stack's kernels use.
+"""How many threads the member stack's kernels use, and when.
 
-A large stack's predict sweep and its block path (featurisation included) run their members on
-every core (Numba's ``prange``: each member's arithmetic is its own, so the numbers do not depend
-on the thread count), and so does the E-DOEBE warm-up's fit. A small stack stays on one thread:
-waking the threads costs more than they save. The
-library's setting applies to every model of the process:
+A large stack's predict sweep and its block path (featurisation included) can run their members
+on every core (Numba's ``prange``: each member's arithmetic is its own, so the numbers do not
+depend on the thread count), and the E-DOEBE warm-up's fit runs its jobs on a pool of threads.
+Whether the threads pay depends on the machine *now*: on a quiet machine a second core nearly
+halves a large stack's time, but beside other CPU-bound programs a parallel region waits at its
+barrier for a thread that the system has descheduled, and one sample at a time that costs more
+than the region saves (ten times the time of one thread, measured). So by default nothing is
+decided in advance: each stack times its own calls on the stream it learns, serial and parallel
+in turn, and runs the faster (:class:`Pace`), checking again as it goes.
 
-- ``river_doebe.set_num_threads(n)`` (``None``: every thread Numba launched; ``1``: never
-  parallel, e.g. for one model per process in a pool of processes);
-- ``with river_doebe.num_threads(1): ...`` pins what runs inside the block;
-- the environment variable ``RIVER_DOEBE_THREADS`` sets the starting value.
+The library's setting applies to every model of the process:
+
+- ``river_doebe.set_num_threads(None)`` (the default): the stacks choose, call by call, between
+  one thread and every thread Numba launched, by timing both (see :class:`Pace`);
+- ``river_doebe.set_num_threads(n)``: exactly ``n`` threads for every stack large enough to
+  use them, always (``1``: never parallel, e.g. for one model per process in a pool of
+  processes or a Ray actor; ``n >= 2``: the threads always, without timing anything);
+- ``with river_doebe.num_threads(n): ...`` sets it inside the block;
+- the environment variable ``RIVER_DOEBE_THREADS`` (a number, or ``auto``) sets the starting
+  value.
+
+An explicit setting always wins over the timing. Nothing of the timing is pickled or copied
+with a model: a loaded or copied model times its own calls again.
+
+The GNU OpenMP runtime (Numba's ``omp`` threading layer) keeps a thread that has no work
+spinning for 300,000 rounds (about 10 ms here) before it sleeps. Between the per-sample
+parallel regions of a busy machine that spinning thread is one more CPU-bound thread, fighting
+the process' own main thread and everything else. Unless the user set ``OMP_WAIT_POLICY`` or
+``GOMP_SPINCOUNT``, importing the library sets ``GOMP_SPINCOUNT`` to :data:`SPIN_COUNT` (about
+half a millisecond: enough to stay awake from one sample to the next on a quiet machine, short
+enough to give the core back soon on a busy one). It takes effect if OpenMP starts after the
+import (it reads its environment once, when it starts), and touches no other OpenMP runtime.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import time
 
 import numba
 import numpy as np
@@ -23,6 +46,8 @@ import numpy as np
 __all__ = [
     "PARALLEL_MIN_MEMBERS",
     "PARALLEL_MIN_WORK",
+    "SPIN_COUNT",
+    "Pace",
     "balanced_order",
     "get_num_threads",
     "num_threads",
@@ -30,27 +55,47 @@ __all__ = [
     "use_threads",
 ]
 
-#: one sample at a time, a stack runs its members on every thread when it has at least
+#: one sample at a time, a stack is a candidate for its threads when it has at least
 #: ``PARALLEL_MIN_MEMBERS`` members and ``PARALLEL_MIN_WORK`` covariance entries (the sum of
-#: ``F_m^2``): measured by ``benchmarks/throughput.py`` (its ``threshold`` rows, per sample, one
-#: thread against two with the parallel sweep forced) on two cores, the parallel sweep (with the
-#: featurisation on both threads) pays from about 4 to 8 members of 100 features (1.10x at 4,
-#: 1.28x at 8), 8 of 50 (1.03x) and 32 of 25 (1.13x), and never for one learner. A block of rows
-#: runs in parallel from two members on: one launch of the threads serves every row.
+#: ``F_m^2``): below that the parallel sweep lost to one thread even on a quiet machine
+#: (``benchmarks/throughput.py``, its ``threshold`` rows), and a busy machine only makes it lose
+#: more, so a small stack does not even time it. Above it, :class:`Pace` decides. A block of
+#: rows is a candidate from two members on: one launch of the threads serves every row.
 PARALLEL_MIN_WORK = 20_000
 PARALLEL_MIN_MEMBERS = 8
 
+#: the ``GOMP_SPINCOUNT`` the library sets when the user set no OpenMP wait policy (see the
+#: module docstring; the choice is measured in ``benchmarks/results/throughput.json``)
+SPIN_COUNT = "10000"
+
+
+def _yield_when_idle() -> None:
+    if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+        os.environ["GOMP_SPINCOUNT"] = SPIN_COUNT
+
+
+_yield_when_idle()
+
 
 def _from_environment() -> int | None:
-    value = os.environ.get("RIVER_DOEBE_THREADS")
-    return None if not value else int(value)
+    value = os.environ.get("RIVER_DOEBE_THREADS", "").strip()
+    if not value or value.lower() == "auto":
+        return None
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(f"RIVER_DOEBE_THREADS must be a positive integer or 'auto', got {value!r}")
+    return n
 
 
 _setting: list[int | None] = [_from_environment()]
 
 
 def set_num_threads(n: int | None) -> None:
-    """Use ``n`` threads in the stack kernels (``None``: all that Numba launched)."""
+    """Use exactly ``n`` threads in the stack kernels (``None``: let each stack choose between
+    one thread and all that Numba launched, by timing both)."""
     if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
         raise ValueError(f"the number of threads must be a positive integer or None, got {n!r}")
     _setting[0] = n
@@ -64,7 +109,8 @@ def get_num_threads() -> int:
 
 @contextlib.contextmanager
 def num_threads(n: int | None):
-    """``with num_threads(1): ...``: the stack kernels use ``n`` threads inside the block."""
+    """``with num_threads(1): ...``: the stack kernels use ``n`` threads inside the block
+    (``None``: they choose)."""
     before = _setting[0]
     set_num_threads(n)
     try:
@@ -74,9 +120,10 @@ def num_threads(n: int | None):
 
 
 def use_threads(work: int, members: int, rows: int = 1) -> bool:
-    """Whether a stack of ``members`` members and ``work`` covariance entries runs its members on
-    every thread now, for one sample (``rows = 1``) or a block of rows (and if so, the Numba
-    thread count of this thread is set for it)."""
+    """Whether a stack of ``members`` members and ``work`` covariance entries may run its members
+    on more than one thread, for one sample (``rows = 1``) or a block of rows (and if so, the
+    Numba thread count of this thread is set for it). With the default setting a :class:`Pace`
+    then decides whether it does."""
     if members < 2:  # a single learner: decided before anything else (its every step asks)
         return False
     n = get_num_threads()
@@ -87,6 +134,159 @@ def use_threads(work: int, members: int, rows: int = 1) -> bool:
     if numba.get_num_threads() != n:
         numba.set_num_threads(n)
     return True
+
+
+#: the clock of :class:`Pace` (nanoseconds; a test may replace it)
+_clock = time.perf_counter_ns
+
+
+class Pace:
+    """Chooses, call by call, between a stack kernel's serial and parallel twins by timing both
+    on the stream itself.
+
+    The calls are timed in *chunks* of ``chunk`` consecutive calls of one kind (a chunk pays
+    for waking the threads once, as a run of calls does). A *probe* runs ``rounds`` pairs of
+    chunks, serial then parallel, then parallel then serial, and so on (a drift of the machine's
+    speed hits both), and compares the two by their chunks' median time per unit (a sample, or a
+    block's row): the parallel kernels win if they take at most ``MARGIN`` of the serial time.
+    The winner runs until the next probe:
+
+    - while the threads win, a probe every ``longest`` chunks, and at once if the last three
+      chunks' median time exceeds what one thread took at the probe (the machine got busy: the
+      fall-back takes three chunks);
+    - while one thread wins, a probe after ``first`` chunks, then twice as long each time one
+      thread wins again, up to ``longest`` (a busy machine pays for few parallel chunks); a
+      parallel chunk that takes more than ``ABORT`` times the serial time ends its probe, as
+      soon as its calls so far have taken that long.
+
+    A call is timed from its start to the start of the next (:meth:`start`), so what the
+    threads cost outside the kernel (a spinning thread taking the core from the main thread)
+    counts too, or to :meth:`stop` when that is called. Which kernels run never changes a number
+    (each member's arithmetic is its own), so neither does anything here.
+    """
+
+    MARGIN = 0.9
+    ABORT = 2.0
+
+    __slots__ = ("chunk", "rounds", "first", "longest", "parallel", "_plan", "_serial",
+                 "_threads", "_recent", "_wait", "_left", "_left_calls", "_t0", "_units",
+                 "_sum", "_sum_units", "_ref", "_probing", "calls", "parallel_calls")
+
+    def __init__(self, chunk: int = 8, rounds: int = 3, first: int = 32, longest: int = 512):
+        self.chunk, self.rounds, self.first, self.longest = chunk, rounds, first, longest
+        self.calls = 0  # calls that could use the threads, and how many did
+        self.parallel_calls = 0
+        self.restart()
+
+    def restart(self) -> None:
+        """Forget every timing and probe from the next call."""
+        self.parallel = False
+        self._wait = self.first
+        self._ref = np.inf
+        self._recent: list[float] = []
+        self._t0 = None
+        self._begin_probe()
+
+    def restack(self) -> None:
+        """The stack changed (members died, inputs were added): the timings so far are of
+        another stack. While the threads win, or during a probe, probe again from the next call;
+        while one thread wins, keep to the schedule (a smaller stack gains even less from its
+        threads, and an E-DOEBE loses members often early on)."""
+        self._t0 = None
+        self._recent = []
+        if self.parallel or self._probing:
+            self._begin_probe()
+
+    # ------------------------------------------------------------------ calls
+    def start(self, work: int, members: int, rows: int = 1) -> bool:
+        """Whether this call of a stack of ``members`` members and ``work`` covariance entries,
+        on ``rows`` rows, runs the parallel kernels; closes the previous call's time."""
+        if not use_threads(work, members, rows):
+            self._t0 = None
+            return False
+        if _setting[0] is not None:  # an explicit thread count: no timing, no choice
+            self._t0 = None
+            return True
+        now = _clock()
+        if self._t0 is not None:
+            self._count(now)
+        self._t0, self._units = now, rows
+        self.calls += 1
+        self.parallel_calls += self.parallel
+        return self.parallel
+
+    def stop(self) -> None:
+        """The call started last has ended (else its time runs to the next :meth:`start`)."""
+        if self._t0 is not None:
+            self._count(_clock())
+            self._t0 = None
+
+    def forget(self) -> None:
+        """Do not count the time since the last call (something else ran in between)."""
+        self._t0 = None
+
+    # ------------------------------------------------------------------ bookkeeping
+    def _count(self, now: int) -> None:
+        self._sum += now - self._t0
+        self._sum_units += self._units
+        self._left_calls -= 1
+        if self._left_calls == 0:
+            cost = self._sum / self._sum_units
+            self._new_chunk()
+            self._chunk_done(cost)
+        elif (self._probing and self.parallel and self._serial
+              and self._sum > self.ABORT * min(self._serial) * self.chunk * self._units):
+            # this parallel chunk cannot end under the bound any more: the probe ends now
+            self._new_chunk()
+            self._decide(False)
+
+    def _new_chunk(self) -> None:
+        self._sum, self._sum_units, self._left_calls = 0, 0, self.chunk
+
+    def _begin_probe(self) -> None:
+        plan = []
+        for r in range(self.rounds):
+            plan += [False, True] if r % 2 == 0 else [True, False]
+        self._serial: list[float] = []
+        self._threads: list[float] = []
+        self._probing = True
+        self.parallel = plan.pop(0)
+        self._plan = plan
+        self._new_chunk()
+
+    def _chunk_done(self, cost: float) -> None:
+        if self._probing:
+            (self._threads if self.parallel else self._serial).append(cost)
+            if self.parallel and self._serial and cost > self.ABORT * min(self._serial):
+                return self._decide(False)
+            if self._plan:
+                self.parallel = self._plan.pop(0)
+                return
+            return self._decide(_median(self._threads) <= self.MARGIN * _median(self._serial))
+        self._recent = (self._recent + [cost])[-3:]
+        self._left -= 1
+        if self.parallel and len(self._recent) == 3 and _median(self._recent) > self._ref:
+            return self._begin_probe()
+        if self._left <= 0:
+            self._begin_probe()
+
+    def _decide(self, parallel: bool) -> None:
+        self._probing = False
+        self.parallel = parallel
+        self._ref = _median(self._serial)
+        self._recent = []
+        if parallel:
+            self._wait = self.first
+            self._left = self.longest
+        else:
+            self._left = self._wait
+            self._wait = min(2 * self._wait, self.longest)
+
+
+def _median(values: list[float]) -> float:
+    """The median, the lower of the middle two for an even count (the better of two)."""
+    s = sorted(values)
+    return s[(len(s) - 1) // 2]
 
 
 def balanced_order(static: np.ndarray, F: np.ndarray) -> np.ndarray:

@@ -3,8 +3,8 @@
 A stack kernel loops over the members with ``numba.prange``. Compiled without ``parallel=True``
 that loop is an ordinary ``range`` (no thread is woken: a single learner or a small stack pays
 nothing); compiled with it, the members run on Numba's threads. Each member's arithmetic is its
-own, so both give the same numbers, and the engine picks one per call
-(:func:`river_doebe.engine.threads.use_threads`).
+own, so both give the same numbers, and the engine picks one per call, by timing both on the
+stream unless the thread count is set (:class:`river_doebe.engine.threads.Pace`).
 
 Numba's on-disk cache files a compiled function under its qualified name, so the parallel twin
 is a copy of the function under the name ``<name>_parallel``: each has its own cache entry.

@@ -7,7 +7,9 @@
 - :mod:`~river_doebe.warmup.laplace`: the draws around each mode (the Laplace approximation);
 - :mod:`~river_doebe.warmup.fit`: the pipeline for both tasks (standardise, fit, twin, build the
   engine, replay);
-- :mod:`~river_doebe.warmup.fallback`: what the model predicts with until then.
+- :mod:`~river_doebe.warmup.fallback`: what the model predicts with until then;
+- :mod:`~river_doebe.warmup.standardise`: the standardisation between the model's river face and
+  the fallback or the fitted engine behind it.
 
 The fit and its optimiser (scipy) load when a warm-up first needs them.
 """
@@ -23,6 +25,7 @@ from river_doebe.warmup.families import (
     family_templates,
     resolve_families,
 )
+from river_doebe.warmup.standardise import Standardizer
 
 __all__ = [
     "DEFAULT_FAMILIES",
@@ -37,7 +40,7 @@ __all__ = [
     "resolve_families",
 ]
 
-_LAZY = {"Standardizer": "fit", "fit_ensemble": "fit", "fit_members": "fit"}
+_LAZY = {"fit_ensemble": "fit", "fit_members": "fit"}
 
 
 def __getattr__(name: str):

@@ -21,8 +21,16 @@ mixed probability.
 The input statistics (and, for regression, the target's and the cross-moments the linear
 regression is recomputed from at every step) are kept in units of a power of two per input near
 its largest magnitude so far, rescaled exactly when that grows, so that inputs of any scale
-(1e-150 or 1e150) neither overflow nor underflow. New inputs can join (:meth:`Fallback.grow`):
-the past samples count as 0 there, as the input policy says.
+(1e-150 or 1e150) neither overflow nor underflow.
+
+A sample may lack inputs (NaN in its array: the E-DOEBE's schema marks a missing key so). The
+fallback follows the rule of the standardisation frozen at the end of the warm-up
+(:class:`river_doebe.warmup.standardise.Standardizer`) with its running statistics: an input
+present in at least ``DENSE_PRESENCE`` of the samples so far and not constant over its present
+values is dense, and a missing value of it is imputed at the mean of its present values; any
+other input's missing value is 0 (an absent sparse feature). New inputs can join
+(:meth:`Fallback.grow`): they were absent from the past samples (0 in the statistics, missing in
+the window).
 """
 
 from __future__ import annotations
@@ -38,6 +46,13 @@ __all__ = ["Fallback"]
 
 #: a spread below this fraction of a column's mean is rounding: the column is constant
 CONSTANT = 1e-12
+
+#: an input present in at least this fraction of the samples (and not constant over its present
+#: values) is *dense*: a missing value of it means "at its mean"; any other input is *sparse*:
+#: absent means 0. The rule of the fallback (see the module's docstring) and of the
+#: standardisation the warm-up freezes (:class:`river_doebe.warmup.standardise.Standardizer`);
+#: the value comes from the measurements of ``benchmarks/sparse.py`` (README, "Input policy")
+DENSE_PRESENCE = 0.99
 
 #: the power-of-two unit of an input (or target) that has only been 0 so far
 _UNSET = np.iinfo(np.int64).min
@@ -57,6 +72,15 @@ class _Moments:
         self.cxy = np.zeros(n_inputs)
         self.my = 0.0
         self.syy = 0.0
+        self._presence(n_inputs)
+
+    def _presence(self, n_inputs: int) -> None:
+        """The statistics of each input's present values: how many samples had it, their mean
+        (in the input's unit) and their range (is it constant whenever present?)."""
+        self.kx = np.zeros(n_inputs, dtype=np.int64)
+        self.px = np.zeros(n_inputs)
+        self.lo = np.full(n_inputs, np.inf)
+        self.hi = np.full(n_inputs, -np.inf)
 
     def grow(self, n_inputs: int) -> None:
         k = n_inputs - self.mx.shape[0]
@@ -64,6 +88,30 @@ class _Moments:
         self.mx = np.r_[self.mx, np.zeros(k)]
         self.cxy = np.r_[self.cxy, np.zeros(k)]
         self.Cxx = np.pad(self.Cxx, ((0, k), (0, k)))
+        self.kx = np.r_[self.kx, np.zeros(k, dtype=np.int64)]
+        self.px = np.r_[self.px, np.zeros(k)]
+        self.lo = np.r_[self.lo, np.full(k, np.inf)]
+        self.hi = np.r_[self.hi, np.full(k, -np.inf)]
+
+    def impute(self, X: np.ndarray) -> np.ndarray:
+        """``X`` (``(D,)`` or ``(n, D)``) with each missing value (NaN) replaced: by the mean of
+        the input's present values if it is dense so far, else by 0."""
+        missing = np.isnan(X)
+        if not missing.any():
+            return X
+        dense = (self.kx >= DENSE_PRESENCE * self.n) & (self.hi > self.lo)
+        ex, _ = self.units()
+        value = np.where(dense, np.ldexp(self.px, ex), 0.0)
+        return np.where(missing, np.broadcast_to(value, X.shape), X)
+
+    def _count_present(self, z: np.ndarray, present: np.ndarray) -> None:
+        """Add the present values of ``z`` to the presence statistics (after the units moved)."""
+        ex, _ = self.units()
+        self.kx += present
+        k = np.maximum(self.kx, 1)
+        self.px += np.where(present, (np.ldexp(np.where(present, z, 0.0), -ex) - self.px) / k, 0.0)
+        self.lo = np.where(present, np.fmin(self.lo, z), self.lo)
+        self.hi = np.where(present, np.fmax(self.hi, z), self.hi)
 
     def units(self) -> tuple[np.ndarray, int]:
         return np.where(self.ex == _UNSET, 0, self.ex), (0 if self.ey == _UNSET else self.ey)
@@ -83,6 +131,7 @@ class _Moments:
         if shift.any():
             self.ex = self.ex + shift
             self.mx = np.ldexp(self.mx, -shift)
+            self.px = np.ldexp(self.px, -shift)
             self.cxy = np.ldexp(self.cxy, -shift)
             self.Cxx = np.ldexp(np.ldexp(self.Cxx, -shift[:, None]), -shift[None, :])
         if y != 0:
@@ -97,7 +146,10 @@ class _Moments:
                 self.cxy = np.ldexp(self.cxy, -dy)
 
     def add(self, z: np.ndarray, y: float) -> None:
+        present = ~np.isnan(z)
+        z = self.impute(z)  # (with the statistics before this sample)
         self._rescale(z, y)
+        self._count_present(z, present)
         ex, ey = self.units()
         zs, ys = np.ldexp(z, -ex), math.ldexp(y, -ey)
         self.n += 1
@@ -117,9 +169,10 @@ class _Moments:
 
     def standardise(self, X: np.ndarray) -> np.ndarray:
         """Inputs ``(D,)`` or ``(n, D)`` with the statistics so far, clipped to ``+-1e3`` (a
-        constant input is 0)."""
+        constant input is 0; a missing value is imputed first, see :meth:`impute`)."""
         ex, _ = self.units()
-        u = (np.ldexp(X[..., : self.mx.shape[0]], -ex) - self.mx) / self.x_scale()
+        X = self.impute(X[..., : self.mx.shape[0]])
+        u = (np.ldexp(X, -ex) - self.mx) / self.x_scale()
         return np.clip(u, -1e3, 1e3)
 
 
@@ -170,10 +223,23 @@ class Fallback:
         return fb
 
     # ------------------------------------------------------------------ window
+    @property
+    def n_inputs(self) -> int:
+        return self._X.shape[1]
+
+    @property
+    def n_updates(self) -> int:
+        """How many samples the fallback has learnt (the engine's name for it)."""
+        return self.n
+
     def grow(self, n_inputs: int) -> None:
-        """Take ``n_inputs`` inputs; the new ones last, 0 in every past sample."""
+        """Take ``n_inputs`` inputs; the new ones last, absent from every past sample (0 in the
+        running statistics, missing in the window)."""
         self._moments.grow(n_inputs)
-        self._X = np.pad(self._X, ((0, 0), (0, n_inputs - self._X.shape[1])))
+        n = len(self._y)
+        X = np.pad(self._X, ((0, 0), (0, n_inputs - self._X.shape[1])))
+        X[:n, self._X.shape[1]:] = np.nan
+        self._X = X
         if self.task == "classification":
             self._logistic.grow(n_inputs)
         else:
@@ -186,7 +252,8 @@ class Fallback:
         self._X, self._y = np.zeros((0, self._X.shape[1])), []
 
     def window(self) -> tuple[np.ndarray, np.ndarray]:
-        """The samples kept, as ``(X, targets)``; inputs that joined later are 0 in earlier rows."""
+        """The samples kept, as ``(X, targets)``; a sample that lacked an input (an input that
+        joined later, in the earlier rows) holds NaN there."""
         dtype = np.int64 if self.task == "classification" else np.float64
         return self._X[: len(self._y)].copy(), np.asarray(self._y, dtype=dtype)
 
@@ -263,20 +330,25 @@ class Fallback:
         return w / w.sum()
 
     # ------------------------------------------------------------------ predictions
-    def mixture(self, z: np.ndarray):
-        """Regression: the predictive mixture ``(weights, means, variances)`` in the target's
-        units."""
+    def _components(self, z: np.ndarray):
+        """Regression: the mixture's ``(weights, means, variances)`` in the target's units."""
         means, variances = self._members(z)
         _, ey = self._moments.units()
         # a variance in the target's units may overflow (a target around 1e200): then inf
         return self._weights(), np.ldexp(means, ey), np.ldexp(variances, 2 * ey)
 
-    def predict(self, z: np.ndarray) -> tuple[float, float]:
-        """Regression: the mixture's mean and variance in the target's units."""
-        w, means, variances = self.mixture(z)
+    def mixture(self, z: np.ndarray):
+        """Regression: the predictive mixture ``(weights, means, variances)`` and its
+        moment-matched ``(mean, var)``, in the target's units (as
+        :meth:`river_doebe.engine.Engine.mixture` gives them)."""
+        w, means, variances = self._components(z)
         mean = float(w @ means)
         with np.errstate(over="ignore"):  # a target around 1e200: its variance is inf
-            return mean, float(w @ (variances + (means - mean) ** 2))
+            return w, means, variances, mean, float(w @ (variances + (means - mean) ** 2))
+
+    def predict(self, z: np.ndarray) -> tuple[float, float]:
+        """Regression: the mixture's mean and variance in the target's units."""
+        return self.mixture(z)[3:]
 
     def predict_proba(self, z: np.ndarray) -> tuple[float, float]:
         """Classification: ``(p(code 0), p(code 1))``."""
@@ -285,7 +357,7 @@ class Fallback:
 
     def log_density(self, z: np.ndarray, y: float) -> float:
         """Regression: the mixture's log density of ``y`` (target units)."""
-        w, means, variances = self.mixture(z)
+        w, means, variances = self._components(z)
         terms = np.log(w) - 0.5 * (_LOG_2PI + np.log(variances) + (y - means) ** 2 / variances)
         top = terms.max()
         return float(top + math.log(np.exp(terms - top).sum()))
@@ -301,10 +373,13 @@ class Fallback:
         else:
             means, variances = self._members(z)
             _, ey = self._moments.units()
-            t = math.ldexp(float(y), -ey)
+            # (inf for a target beyond the float range in the unit so far, a subnormal's: it
+            # scores nothing, and the unit moves to it when it is kept)
+            with np.errstate(over="ignore"):
+                t = float(np.ldexp(float(y), -ey))
             member_ll = -0.5 * (_LOG_2PI + np.log(variances) + (t - means) ** 2 / variances)
             member_ll -= ey * math.log(2.0)  # the density of y, not of y / 2**ey
-            if self._moments.n >= 2:
+            if self._moments.n >= 2 and math.isfinite(t):
                 self._sq_err += ((t - means[0]) / self._post[0]) ** 2
                 self._n_err += 1
         joint = self.log_w + member_ll

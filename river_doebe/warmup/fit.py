@@ -17,7 +17,6 @@ import copy
 import math
 import time
 import warnings
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -31,92 +30,10 @@ from river_doebe.engine import (
 )
 from river_doebe.engine.threads import get_num_threads
 from river_doebe.warmup.empirical_bayes import member_sets
-from river_doebe.warmup.fallback import CONSTANT
 from river_doebe.warmup.families import derive_seed, resolve_families
+from river_doebe.warmup.standardise import Standardizer
 
-__all__ = ["Standardizer", "fit_ensemble", "fit_members", "unfitted_members"]
-
-
-@dataclass
-class Standardizer:
-    """Frozen standardisation of the inputs and the target (fitted on the warm-up window).
-
-    Inputs that are constant over the warm-up window carry no information for hyperparameters
-    that are frozen from then on; they are dropped (with a warning), so that values which such a
-    feature takes later cannot blow the standardised inputs up. Standardised values are clipped
-    to ``[-clip, clip]`` like the paper's code.
-    """
-
-    x_mean: np.ndarray
-    x_scale: np.ndarray
-    keep: np.ndarray
-    y_mean: float
-    y_scale: float
-    clip: float = 1e3
-
-    @classmethod
-    def fit(cls, X: np.ndarray, y: np.ndarray | None = None, names=None,
-            clip: float = 1e3) -> Standardizer:
-        """Fit to the window ``X`` and, for regression, its targets ``y`` (``None``: the target is
-        left as it is, as a classifier's label codes)."""
-        X = np.asarray(X, dtype=np.float64)
-        mean, std = _mean_std(X)
-        # constant: no spread beyond rounding, relative to the input's own size (any scale)
-        keep = std > CONSTANT * np.abs(mean)
-        if not keep.any():
-            warnings.warn(
-                "every input is constant over the warm-up window; the model keeps the first one "
-                "and will predict little more than the target's mean",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-            keep[0] = True
-            std[0] = 1.0
-        elif not keep.all():
-            dropped = np.flatnonzero(~keep)
-            labels = [str(names[i]) if names is not None else f"x{i}" for i in dropped]
-            warnings.warn(
-                f"input(s) {labels} are constant over the warm-up window and are ignored from now "
-                "on (frozen hyperparameters cannot use them)",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-        if y is None:
-            scale = np.where(keep, std, 1.0)
-            return cls(mean[keep], scale[keep], keep, 0.0, 1.0, clip)
-        y_mean, y_std = (float(v[0]) for v in _mean_std(np.asarray(y, dtype=np.float64)[:, None]))
-        if not y_std > CONSTANT * abs(y_mean):
-            warnings.warn(
-                "the target is constant over the warm-up window; its scale is taken as 1",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-            y_std = 1.0
-        scale = np.where(keep, std, 1.0)
-        return cls(mean[keep], scale[keep], keep, y_mean, y_std, clip)
-
-    def x(self, X: np.ndarray) -> np.ndarray:
-        """Standardise one sample ``(D,)`` or a batch ``(n, D)``; returns only the kept inputs."""
-        Z = (X[..., self.keep] - self.x_mean) / self.x_scale
-        return np.clip(Z, -self.clip, self.clip, out=Z)
-
-    def y(self, y):
-        return (y - self.y_mean) / self.y_scale
-
-    def y_back(self, mean, var):
-        """A standardised mean and variance (numbers or arrays) back in the units of ``y``."""
-        # (not y_scale ** 2, which raises where a product overflows to inf: targets near 1e200)
-        return mean * self.y_scale + self.y_mean, var * (self.y_scale * self.y_scale)
-
-
-def _mean_std(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Column means and (population) standard deviations of ``X (n, D)`` at any scale: each
-    column is divided by a power of two near its largest magnitude first (exact), so that
-    squares neither overflow (1e200) nor underflow (1e-200)."""
-    peak = np.max(np.abs(X), axis=0) if X.shape[0] else np.zeros(X.shape[1])
-    _, exp = np.frexp(np.where(peak > 0, peak, 1.0))
-    S = np.ldexp(X, -exp)
-    return np.ldexp(S.mean(axis=0), exp), np.ldexp(S.std(axis=0), exp)
+__all__ = ["fit_ensemble", "fit_members", "unfitted_members"]
 
 
 #: optimiser diagnostics that are routine in a warm-up (a start at its iteration limit, a mode on

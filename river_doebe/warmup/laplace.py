@@ -24,7 +24,8 @@ __all__ = ["laplace_covariance", "laplace_samples", "repair_covariance"]
 
 def _single_threaded_blas(func):
     """Run ``func`` with one BLAS thread: the fit works on F x F and N x F matrices (F ~ 100),
-    where several threads only fight over the cores (tens of times slower on a busy machine)."""
+    too small for several threads to share, which would only compete for the cores with the
+    fit's own threads."""
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):

@@ -1,0 +1,320 @@
+"""The E-DOEBE's standardisation, in one place: between its river face and the model behind it.
+
+An :class:`~river_doebe.EDOEBE` (or :class:`~river_doebe.EDOEBEClassifier`) answers in the units
+of its inputs and targets, while its members learn standardised ones. Every array hook of its
+river face goes through one :class:`StandardisedModel`: the model behind it (the warm-up
+fallback, the fitted engine, or the engine of explicit ``models``) and a scaler, either the
+:class:`Standardizer` frozen at the end of the warm-up or :class:`AsGiven` (the fallback keeps
+its own running statistics, and explicit members take their inputs as given). The adaptor also
+counts the samples the river face learnt, from the model's own count.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from river_doebe.warmup import fallback
+from river_doebe.warmup.fallback import CONSTANT
+
+__all__ = ["AsGiven", "StandardisedModel", "Standardizer"]
+
+
+@dataclass
+class Standardizer:
+    """Frozen standardisation of the inputs and the target (fitted on the warm-up window).
+
+    The window's rows hold NaN where a sample lacked a key (``EDOEBE`` asks its schema for NaN
+    there). Per input, with ``f`` the fraction of the window's samples that have it:
+
+    - a **dense** input (``f >=`` :data:`river_doebe.warmup.fallback.DENSE_PRESENCE`, 0.99, and
+      not constant over its present values: a measurement) is centred and scaled with the mean
+      and standard deviation of its present values; a key missing from a sample, in the window
+      or later, is imputed at that mean (it standardises to 0), as river's ``StandardScaler``
+      leaves a missing key at the scaled 0;
+    - a **sparse** input (present in fewer samples, or constant whenever present: an
+      indicator, a word count) is scaled by its standard deviation over the window with absent
+      counted as 0, and not centred (scikit-learn's ``StandardScaler(with_mean=False)`` for
+      sparse data), so that an absent key stays 0, below or apart from its present values, as
+      river's sparse encoders (``OneHotEncoder``, ``BagOfWords``, ``TFIDF``) mean it;
+    - an input that joins after the warm-up (:meth:`grow`) is sparse by construction (absent
+      from every earlier sample): not centred, and scaled by the magnitude of its first non-zero
+      value, frozen when the model first learns from one (:meth:`freeze`), so that every sample
+      it has learnt keeps its standardised value.
+
+    In every case a missing key standardises to exactly 0. Inputs that take one value over the
+    whole window (absent counted as 0) carry no information for hyperparameters that are frozen
+    from then on; they are dropped (with a warning), so that values which such a feature takes
+    later cannot blow the standardised inputs up. Standardised values are clipped to
+    ``[-clip, clip]`` like the paper's code.
+    """
+
+    x_mean: np.ndarray
+    x_scale: np.ndarray
+    keep: np.ndarray
+    y_mean: float
+    y_scale: float
+    clip: float = 1e3
+    #: per kept input: whether it is centred (dense) or only scaled (sparse; ``None``: all dense)
+    centred: np.ndarray | None = None
+
+    @classmethod
+    def fit(cls, X: np.ndarray, y: np.ndarray | None = None, names=None,
+            clip: float = 1e3) -> Standardizer:
+        """Fit to the window ``X`` (NaN where a sample lacked the input) and, for regression,
+        its targets ``y`` (``None``: the target is left as it is, as a classifier's label
+        codes)."""
+        X = np.asarray(X, dtype=np.float64)
+        present = ~np.isnan(X)
+        if present.all():
+            # every key in every sample (the paper's streams): the statistics of the whole window
+            mean, std = _mean_std(X)
+            centre, spread = mean, std
+            dense = std > CONSTANT * np.abs(mean)
+        else:
+            mean, std = _mean_std(np.where(present, X, 0.0))  # absent counted as 0
+            centre, spread = mean.copy(), std.copy()
+            for j in np.flatnonzero(~present.all(axis=0)).tolist():  # over the present values
+                values = X[present[:, j], j]
+                if values.size:
+                    m, s = _mean_std(values[:, None])
+                    centre[j], spread[j] = m[0], s[0]
+            fraction = present.mean(axis=0)
+            # (the fallback's constant, read here at each fit: the threshold benchmark moves it)
+            dense = (fraction >= fallback.DENSE_PRESENCE) & (spread > CONSTANT * np.abs(centre))
+            centre = np.where(dense, centre, 0.0)
+            spread = np.where(dense, spread, std)
+        # constant: no spread beyond rounding, relative to the input's own size (any scale)
+        keep = dense | (std > CONSTANT * np.abs(mean))
+        if not keep.any():
+            if X.shape[1] == 0:
+                raise ValueError("the warm-up window has no inputs")
+            warnings.warn(
+                "every input is constant over the warm-up window; the model keeps the first one "
+                "and will predict little more than the target's mean",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            keep[0] = True
+            spread[0] = 1.0
+        elif not keep.all():
+            dropped = np.flatnonzero(~keep)
+            labels = [str(names[i]) if names is not None else f"x{i}" for i in dropped]
+            warnings.warn(
+                f"input(s) {labels} are constant over the warm-up window and are ignored from now "
+                "on (frozen hyperparameters cannot use them)",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        centred = None if dense[keep].all() else np.array(dense[keep])
+        scale = np.where(keep, spread, 1.0)
+        if y is None:
+            return cls(centre[keep], scale[keep], keep, 0.0, 1.0, clip, centred)
+        y_mean, y_std = (float(v[0]) for v in _mean_std(np.asarray(y, dtype=np.float64)[:, None]))
+        if not y_std > CONSTANT * abs(y_mean):
+            warnings.warn(
+                "the target is constant over the warm-up window; its scale is taken as 1",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            y_std = 1.0
+        return cls(centre[keep], scale[keep], keep, y_mean, y_std, clip, centred)
+
+    def x(self, X: np.ndarray) -> np.ndarray:
+        """Standardise one sample ``(D,)`` or a batch ``(n, D)``; returns only the kept inputs.
+        A missing value (NaN) standardises to 0; an input that joined later and whose scale is
+        not frozen yet counts as its sign (what its scale, frozen from this value, gives)."""
+        Z = (X[..., self.keep] - self.x_mean) / self.x_scale
+        Z = np.clip(Z, -self.clip, self.clip, out=Z)
+        if self.centred is not None:
+            unset = np.isnan(self.x_scale)
+            if unset.any():
+                Z[..., unset] = np.sign(X[..., self.keep][..., unset])
+        missing = np.isnan(Z)
+        if missing.any():
+            Z[missing] = 0.0
+        return Z
+
+    def grow(self, n_new: int) -> None:
+        """Take ``n_new`` inputs that joined after the warm-up (last): sparse, not centred,
+        their scales unset until :meth:`freeze`."""
+        centred = np.ones(self.keep.sum(), dtype=np.bool_) if self.centred is None else self.centred
+        self.keep = np.r_[self.keep, np.ones(n_new, dtype=np.bool_)]
+        self.x_mean = np.r_[self.x_mean, np.zeros(n_new)]
+        self.x_scale = np.r_[self.x_scale, np.full(n_new, np.nan)]
+        self.centred = np.r_[centred, np.zeros(n_new, dtype=np.bool_)]
+
+    def freeze(self, X: np.ndarray) -> None:
+        """Before learning the sample ``(D,)`` or the rows ``(n, D)`` in order: an input that
+        joined later takes as its scale the magnitude of its first non-zero value."""
+        if self.centred is None:
+            return
+        unset = np.flatnonzero(np.isnan(self.x_scale))
+        if not unset.size:
+            return
+        V = np.atleast_2d(X[..., self.keep])[:, unset]
+        set_ = (V != 0.0) & ~np.isnan(V)
+        for i, j in enumerate(unset.tolist()):
+            rows = np.flatnonzero(set_[:, i])
+            if rows.size:
+                self.x_scale[j] = abs(float(V[rows[0], i]))
+
+    def x_learning(self, X: np.ndarray) -> np.ndarray:
+        """:meth:`x` of samples about to be learnt, in order: :meth:`freeze` first."""
+        self.freeze(X)
+        return self.x(X)
+
+    @property
+    def sparse_(self) -> np.ndarray:
+        """Per kept input: whether it is sparse (only scaled: absent means 0) rather than dense
+        (centred: a missing key means its mean)."""
+        if self.centred is None:
+            return np.zeros(int(self.keep.sum()), dtype=np.bool_)
+        return ~self.centred
+
+    def y(self, y):
+        return (y - self.y_mean) / self.y_scale
+
+    def y_back(self, mean, var):
+        """A standardised mean and variance (numbers or arrays) back in the units of ``y``."""
+        # (not y_scale ** 2, which raises where a product overflows to inf: targets near 1e200)
+        return mean * self.y_scale + self.y_mean, var * (self.y_scale * self.y_scale)
+
+    def log_density_back(self, log_p) -> float:
+        """The log density of a standardised target as the log density of ``y`` (the change of
+        variables: minus the log of the scale)."""
+        return float(log_p - math.log(self.y_scale))
+
+
+def _mean_std(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Column means and (population) standard deviations of ``X (n, D)`` at any scale: each
+    column is divided by a power of two near its largest magnitude first (exact), so that
+    squares neither overflow (1e200) nor underflow (1e-200)."""
+    peak = np.max(np.abs(X), axis=0) if X.shape[0] else np.zeros(X.shape[1])
+    _, exp = np.frexp(np.where(peak > 0, peak, 1.0))
+    S = np.ldexp(X, -exp)
+    return np.ldexp(S.mean(axis=0), exp), np.ldexp(S.std(axis=0), exp)
+
+
+class AsGiven:
+    """The scaler of a model that takes the inputs and targets as given: every map is the
+    identity, and returns its argument itself (explicit ``models``, and the warm-up fallback,
+    which standardises with its own running statistics)."""
+
+    def x(self, X: np.ndarray) -> np.ndarray:
+        return X
+
+    def x_learning(self, X: np.ndarray) -> np.ndarray:
+        return X
+
+    def grow(self, n_new: int) -> None:
+        """New inputs are taken as given too."""
+
+    def y(self, y):
+        return y
+
+    def y_back(self, mean, var):
+        return mean, var
+
+    def log_density_back(self, log_p):
+        return log_p
+
+
+class StandardisedModel:
+    """A model behind a scaler: what the E-DOEBE's river face talks to, in the units of its
+    inputs and targets.
+
+    Inputs are standardised on the way in (:meth:`Standardizer.x_learning` for samples that are
+    learnt, which freezes the scale of an input that joined late), a regression target too, and
+    means, variances and log densities are mapped back on the way out. A classifier's label codes
+    are never transformed.
+
+    Parameters
+    ----------
+    model
+        An :class:`~river_doebe.engine.Engine` (or :class:`~river_doebe.engine.LogisticEngine`),
+        or the warm-up :class:`~river_doebe.warmup.Fallback`: both take arrays in the schema's
+        order through the same methods.
+    scaler
+        A :class:`Standardizer` or :class:`AsGiven`.
+    regression
+        Whether the targets are real numbers (standardised) rather than label codes.
+    n_before
+        How many samples the river face learnt before this model took over (the warm-up's, when
+        the fitted engine replaces the fallback).
+    """
+
+    def __init__(self, model, scaler: Standardizer | AsGiven, regression: bool,
+                 n_before: int = 0):
+        self.model = model
+        self.scaler = scaler
+        self.regression = regression
+        # the model's own count, less what it learnt that the river face did not (a replay)
+        self._offset = n_before - model.n_updates
+
+    @property
+    def n_updates(self) -> int:
+        """How many samples the river face has learnt (a replay does not count)."""
+        return self._offset + self.model.n_updates
+
+    # ------------------------------------------------------------------ both tasks
+    def learn(self, z: np.ndarray, target) -> None:
+        z = self.scaler.x_learning(z)
+        self.model.learn(z, self.scaler.y(target) if self.regression else target)
+
+    def learn_block(self, Z: np.ndarray, targets: np.ndarray, keep: bool):
+        """The model's block on ``(Z, targets)``; a regressor's ``(means, variances, extra)`` in
+        the target's units."""
+        scaler = self.scaler
+        Z = scaler.x_learning(Z)
+        if not self.regression:
+            return self.model.learn_block(Z, targets, keep)
+        a, b, extra = self.model.learn_block(Z, scaler.y(targets), keep)
+        if extra is not None:
+            log_prior, means, variances = extra
+            extra = (log_prior, *scaler.y_back(means, variances))
+        return (*scaler.y_back(a, b), extra)
+
+    def replay(self, Z: np.ndarray, targets: np.ndarray) -> None:
+        """Filter ``(Z, targets)`` through the members (see
+        :meth:`river_doebe.engine.Engine.replay`); not counted among the samples learnt."""
+        before = self.model.n_updates
+        try:
+            self.model.replay(self.scaler.x_learning(Z),
+                              self.scaler.y(targets) if self.regression else targets)
+        finally:
+            self._offset -= self.model.n_updates - before
+
+    def grow(self, n_new: int) -> None:
+        """``n_new`` inputs joined the schema (last)."""
+        self.scaler.grow(n_new)
+        self.model.grow(self.model.n_inputs + n_new)
+
+    # ------------------------------------------------------------------ regression
+    def predict(self, z: np.ndarray) -> tuple[float, float]:
+        return self.scaler.y_back(*self.model.predict(self.scaler.x(z)))
+
+    def mixture(self, z: np.ndarray):
+        w, means, variances, mean, var = self.model.mixture(self.scaler.x(z))
+        return (w, *self.scaler.y_back(means, variances), *self.scaler.y_back(mean, var))
+
+    def log_density(self, z: np.ndarray, y: float) -> float:
+        return self.scaler.log_density_back(self.model.log_density(self.scaler.x(z),
+                                                                   self.scaler.y(y)))
+
+    def member_predictions(self, z: np.ndarray):
+        mean, var, w = self.model.member_predictions(self.scaler.x(z))
+        return (*self.scaler.y_back(mean, var), w)
+
+    # ------------------------------------------------------------------ classification
+    def predict_proba(self, z: np.ndarray) -> tuple[float, float]:
+        return self.model.predict_proba(self.scaler.x(z))
+
+    def member_probas(self, z: np.ndarray):
+        return self.model.member_probas(self.scaler.x(z))
+
+    def flip(self) -> None:
+        self.model.flip()

@@ -1,0 +1,237 @@
+"""Who decides the threads: the timing of each stack (:class:`river_doebe.engine.threads.Pace`),
+an explicit setting that always wins, and no number that depends on either."""
+
+from __future__ import annotations
+
+import copy
+import os
+import pickle
+import subprocess
+import sys
+
+import numba
+import numpy as np
+import pytest
+from conftest import ROOT, dicts
+
+import river_doebe.engine.threads as threads
+from river_doebe import DOBE, DOEBE, EDOEBE, DOBEClassifier, DOEBEClassifier
+from river_doebe.basis import HilbertGP, Linear, RandomFourierFeatures
+from river_doebe.engine import num_threads
+
+two_threads = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
+                                 reason="one thread only on this machine")
+
+
+class FakeClock:
+    """A clock that the test moves: each call of a stack costs what ``cost(parallel)`` says."""
+
+    def __init__(self):
+        self.now = 0
+
+    def __call__(self):
+        return self.now
+
+
+def _drive(pace, clock, cost, n, work=10**6, members=100, rows=1):
+    """``n`` calls of ``pace``, each taking ``cost(parallel, i)`` ns; the modes it chose."""
+    modes = []
+    for i in range(n):
+        parallel = pace.start(work, members, rows)
+        modes.append(parallel)
+        clock.now += cost(parallel, i)
+    return np.array(modes)
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    fake = FakeClock()
+    monkeypatch.setattr(threads, "_clock", fake)
+    return fake
+
+
+@two_threads
+def test_the_threads_run_where_they_pay_and_not_where_they_do_not(clock):
+    with num_threads(None):
+        quiet = _drive(threads.Pace(), clock, lambda p, i: 550 if p else 1000, 5000)
+        busy = _drive(threads.Pace(), clock, lambda p, i: 9000 if p else 1000, 20_000)
+    assert quiet[100:].mean() > 0.98  # the serial chunks of the rare probes only
+    assert busy.mean() < 0.005  # few parallel calls, each cut short by the abort
+    # probes become rarer while one thread wins: most of the parallel calls come early
+    assert busy[:2000].sum() > busy[10_000:].sum()
+
+
+@two_threads
+def test_a_machine_that_becomes_busy_falls_back_within_a_few_hundred_samples(clock):
+    def cost(parallel, i):
+        if i < 3000:  # quiet: the threads pay
+            return 550 if parallel else 1000
+        return 9000 if parallel else 1500  # busy from sample 3,000 on
+
+    with num_threads(None):
+        modes = _drive(threads.Pace(), clock, cost, 6000)
+    assert modes[2000:3000].all()
+    # three chunks of 8 samples to see it, then one thread but for the short probes
+    assert not modes[3000 + 30:3000 + 250].any()
+    assert modes[3000 + 250:].mean() < 0.02
+    # ... and a machine that becomes quiet again gets its threads back
+    with num_threads(None):
+        pace = threads.Pace()
+        _drive(pace, clock, lambda p, i: 9000 if p else 1000, 5000)
+        later = _drive(pace, clock, lambda p, i: 550 if p else 1000, 10_000)
+    assert later[-2000:].all()
+
+
+@two_threads
+def test_blocks_are_timed_per_row(clock):
+    pace = threads.Pace(chunk=1, rounds=1, first=8, longest=64)
+    with num_threads(None):
+        for _ in range(200):  # blocks of 256 rows, then a short one, alternately
+            for rows in (256, 10):
+                parallel = pace.start(10**6, 90, rows)
+                clock.now += rows * (400 if parallel else 1000)
+                pace.stop()
+                clock.now += 10**9  # whatever happens between blocks is not counted
+    assert pace.parallel_calls / pace.calls > 0.9
+
+
+@two_threads
+def test_an_explicit_thread_count_always_wins(clock):
+    slow_threads = lambda p, i: 9000 if p else 1000  # noqa: E731
+    with num_threads(2):
+        assert _drive(threads.Pace(), clock, slow_threads, 500).all()
+    with num_threads(1):
+        assert not _drive(threads.Pace(), clock, lambda p, i: 1 if p else 1000, 500).any()
+    # a small stack is never a candidate, whatever the setting
+    with num_threads(2):
+        assert not _drive(threads.Pace(), clock, slow_threads, 50, work=100, members=2).any()
+    with num_threads(None):
+        assert not _drive(threads.Pace(), clock, slow_threads, 50, members=1).any()
+
+
+def test_the_environment_sets_the_starting_value():
+    code = ("import river_doebe.engine.threads as t, os; "
+            "print(t._setting[0], os.environ.get('GOMP_SPINCOUNT'))")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("GOMP_SPINCOUNT", None)
+    env.pop("OMP_WAIT_POLICY", None)
+
+    def run(**extra):
+        out = subprocess.run([sys.executable, "-c", code], env={**env, **extra},
+                             capture_output=True, text=True, cwd=ROOT)
+        return out.stdout.split(), out.stderr
+
+    assert run(RIVER_DOEBE_THREADS="1")[0] == ["1", threads.SPIN_COUNT]
+    assert run(RIVER_DOEBE_THREADS="auto")[0] == ["None", threads.SPIN_COUNT]
+    assert run()[0] == ["None", threads.SPIN_COUNT]
+    # a wait policy of the user's own is left alone
+    assert run(GOMP_SPINCOUNT="5")[0] == ["None", "5"]
+    assert run(OMP_WAIT_POLICY="PASSIVE")[0] == ["None", "None"]
+    _, err = run(RIVER_DOEBE_THREADS="two")
+    assert "RIVER_DOEBE_THREADS must be a positive integer or 'auto', got 'two'" in err
+
+
+# ------------------------------------------------------------------ the numbers
+def _stream(n, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = np.sin(X[:, 0]) + X[:, 1] * X[:, 2] + 0.1 * rng.normal(size=n)
+    return dicts(X, ["a", "b", "c"]), y
+
+
+MODELS = {
+    "DOEBE": lambda: DOEBE([DOBE(RandomFourierFeatures(6, seed=k), var_eps=0.1,
+                                 var_rw=1e-3 * (k % 2)) for k in range(6)]
+                           + [DOBE(Linear(), var_eps=1.0)], weight_floor=0.0),
+    "EDOEBE": lambda: EDOEBE(families=[RandomFourierFeatures(6, seed=4), HilbertGP(10)],
+                             n_warmup=80, n_samples=2, starts=(1.0,), seed=0),
+    "DOEBEClassifier": lambda: DOEBEClassifier(
+        [DOBEClassifier(RandomFourierFeatures(6, seed=k), var_rw=1e-3 * (k % 2)) for k in range(4)]
+        + [DOBEClassifier(Linear())]),
+}
+
+
+@pytest.fixture
+def erratic_clock(monkeypatch):
+    """Every stack is a candidate, and its calls take random times: the stacks switch between
+    their serial and parallel kernels again and again, mid-stream."""
+    monkeypatch.setattr(threads, "PARALLEL_MIN_WORK", 0)
+    monkeypatch.setattr(threads, "PARALLEL_MIN_MEMBERS", 0)
+    rng = np.random.default_rng(0)
+    state = {"now": 0}
+
+    def tick():
+        state["now"] += int(rng.integers(1, 10_000))
+        return state["now"]
+
+    monkeypatch.setattr(threads, "_clock", tick)
+    switches = {"sample": 0, "block": 0}
+    last = {}
+    start = threads.Pace.start
+
+    def counting_start(self, work, members, rows=1):
+        out = start(self, work, members, rows)
+        switches["sample" if rows == 1 else "block"] += last.get(id(self), out) != out
+        last[id(self)] = out
+        return out
+
+    monkeypatch.setattr(threads.Pace, "start", counting_start)
+    return switches
+
+
+def _run(model, xs, ys, classify):
+    out = []
+    for i, (x, y) in enumerate(zip(xs, ys, strict=True)):
+        if classify:
+            out.append(model.predict_proba_one(x))
+        else:
+            out.append(model.predict_one(x))
+        model.learn_one(x, y)
+        if i % 97 == 0:  # pickled mid-stream: nothing of the timing goes along
+            model = pickle.loads(pickle.dumps(model))
+    return out, model
+
+
+@two_threads
+@pytest.mark.parametrize("name", list(MODELS))
+def test_switching_mid_stream_changes_no_number(name, erratic_clock):
+    classify = "Classifier" in name
+    xs, y = _stream(600, seed=3)
+    ys = (y > 0).tolist() if classify else y.tolist()
+    with num_threads(1):
+        ref, ref_model = _run(MODELS[name](), xs, ys, classify)
+        ref_blocks = MODELS[name]()
+        ref_b = [ref_blocks.predict_learn_many(xs[i:i + 40], ys[i:i + 40])
+                 for i in range(0, 600, 40)]
+    with num_threads(None):
+        out, model = _run(MODELS[name](), xs, ys, classify)
+        blocks = MODELS[name]()
+        out_b = [blocks.predict_learn_many(xs[i:i + 40], ys[i:i + 40])
+                 for i in range(0, 600, 40)]
+    assert erratic_clock["sample"] >= 4 and erratic_clock["block"] >= 2
+    assert out == ref and out_b == ref_b
+    assert pickle.dumps(model) == pickle.dumps(ref_model)
+    assert pickle.dumps(blocks) == pickle.dumps(ref_blocks)
+
+
+@two_threads
+def test_the_timing_stays_out_of_pickles_and_copies(erratic_clock):
+    xs, y = _stream(400, seed=5)
+
+    def learn(model, rows):
+        return [(model.predict_one(xs[i]), model.learn_one(xs[i], y[i]))[0] for i in rows]
+
+    with num_threads(1):
+        twin = MODELS["DOEBE"]()
+        learn(twin, range(300))
+        expected = learn(copy.deepcopy(twin), range(300, 400))
+    with num_threads(None):
+        model = MODELS["DOEBE"]()
+        learn(model, range(300))
+        assert model._engine._pace.calls == 300
+        assert pickle.dumps(model) == pickle.dumps(twin)  # the timing is not in the pickle
+        assert b"Pace" not in pickle.dumps(model)
+        for other in (pickle.loads(pickle.dumps(model)), copy.deepcopy(model)):
+            assert other._engine._pace.calls == 0  # it times its own calls again
+            assert learn(other, range(300, 400)) == expected
+        assert learn(model.clone(), range(300)) == learn(MODELS["DOEBE"](), range(300))
