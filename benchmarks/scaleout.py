@@ -13,6 +13,17 @@ learnt). Rows, for each template:
   n_shards=S)`` on a local Ray started once by the script (the actors' start is timed apart,
   ``startup_s``).
 
+Pipelined calls (``--pipelined``, default ``2000,20000`` records per call): the same records
+through ``KeyedModels.iter_predict_learn`` (up to ``max_in_flight`` calls in flight per shard),
+on 1 and 2 shards, and through ``predict_learn_many`` one call at a time on 1 and 2 shards at
+the smallest size (the calls waited for before: each call's slowest shard sets its pace).
+
+State size (``--state-keys``, DOBE keys): recovery and checkpoint time against the state's size.
+For each number of keys (50 records each), on 2 shards: ``checkpoint`` (snapshot of every shard,
+files written by the driver), ``restore`` (new actors included), a recovery right after the
+checkpoint (new actor, base loaded, nothing to replay) and one after ``--state-log`` more
+records (the log replayed).
+
 Templates: ``DOBE`` with 100 random Fourier features (``n_frequencies=50``) and
 ``EDOEBE(n_warmup=200)`` (the library's defaults otherwise: each key fits its members on its
 first 200 records). Repeats are interleaved across the rows and the best is kept. Every run's
@@ -22,11 +33,12 @@ recovery: its seconds (new actor, snapshot loaded, log replayed), the rows repla
 the predictions still equal the dict's. The memory per key is the pickled models' size over the
 keys (``KeyedModels.memory``).
 
-    python benchmarks/scaleout.py [--repeats 3] [--out DIR] [--tiny]
+    python benchmarks/scaleout.py [--repeats 3] [--pipelined 2000,20000] [--out DIR] [--tiny]
 
-Targets (2 cores): 2 shards >= 1.4x one shard on ``EDOEBE(n_warmup=200)``; one shard >= 0.8x
-the one-thread dict. Writes ``scaleout.json`` and ``scaleout.md`` to ``--out`` (default
-``benchmarks/results``).
+Targets (2 cores): 2 shards >= 1.4x one shard on ``EDOEBE(n_warmup=200)``, in calls of 20,000
+and, pipelined, of 2,000 and 20,000 records; one shard >= 0.8x the one-thread dict. Writes
+``scaleout.json`` and ``scaleout.md`` to ``--out`` (default ``benchmarks/results``); ``--only
+scaling`` or ``--only state`` runs one part.
 """
 
 from __future__ import annotations
@@ -109,29 +121,65 @@ def feed_keyed(keyed, calls, kill_at: int | None = None) -> list:
     return out
 
 
+def feed_pipelined(keyed, calls) -> list:
+    out = []
+    for predictions in keyed.iter_predict_learn(calls):
+        out += predictions
+    return out
+
+
 def start_keyed(template, n_shards, args, warm_up):
     """A KeyedModels whose actors have loaded the compiled kernels (``warm``)."""
     from river_doebe.distributed import KeyedModels
 
     keyed = KeyedModels(
-        template, n_shards=n_shards, batch_size=args.batch, log_limit=args.log_limit
+        template,
+        n_shards=n_shards,
+        batch_size=args.batch,
+        log_limit=args.log_limit,
+        max_in_flight=args.in_flight,
     )
     keyed.warm(*warm_up)
     return keyed
 
 
+def timed_keyed(template, n_shards, args, warm_up, feed, calls):
+    """``(seconds, startup seconds, predictions, memory)`` of one run on fresh shards."""
+    start = time.perf_counter()
+    keyed = start_keyed(template, n_shards, args, warm_up)
+    startup = time.perf_counter() - start
+    try:
+        start = time.perf_counter()
+        got = feed(keyed, calls)
+        seconds = time.perf_counter() - start
+        memory = keyed.memory()
+    finally:
+        keyed.close()
+    return seconds, startup, got, memory
+
+
 def run_template(name, template, n_keys, n_samples, args, cores):
-    calls = calls_of(KeyedDrift(n_keys=n_keys, n_samples=n_samples, seed=0), args.call)
+    dataset = KeyedDrift(n_keys=n_keys, n_samples=n_samples, seed=0)
+    calls = calls_of(dataset, args.call)
+    sizes = [int(v) for v in args.pipelined.split(",") if v]
+    piped_calls = {size: calls_of(dataset, size) for size in sizes}
     # rows of another key of another seed, for the throwaway models that load the kernels
     warm_up = warm_rows(template)
     shard_counts = list(range(1, cores + 1))
     rows = {"dict, 1 thread": [], "dict, all threads": []}
     rows.update({f"{s} shard{'s' if s > 1 else ''}": [] for s in shard_counts})
+    # the pipelined runs, and one call at a time at the smallest size: (size, mode, shards)
+    piped = {(size, "pipelined", s): [] for size in sizes for s in (1, 2) if s <= cores}
+    if sizes:
+        piped.update({(min(sizes), "one call at a time", s): [] for s in (1, 2) if s <= cores})
+    piped_startup: dict = {}
     startup: dict = {}
     memory = None
     expected = None
     identical = True
+    loads = []
     for _ in range(args.repeats):
+        loads.append([round(x, 2) for x in os.getloadavg()])
         for label in rows:
             if label.startswith("dict"):
                 threads = 1 if label == "dict, 1 thread" else None
@@ -141,21 +189,24 @@ def run_template(name, template, n_keys, n_samples, args, cores):
                     seconds = time.perf_counter() - start
             else:
                 n_shards = int(label.split()[0])
-                start = time.perf_counter()
-                keyed = start_keyed(template, n_shards, args, warm_up)
-                startup.setdefault(label, []).append(time.perf_counter() - start)
-                try:
-                    start = time.perf_counter()
-                    got = feed_keyed(keyed, calls)
-                    seconds = time.perf_counter() - start
-                    if memory is None and n_shards == cores:
-                        memory = keyed.memory()
-                finally:
-                    keyed.close()
+                seconds, up, got, mem = timed_keyed(
+                    template, n_shards, args, warm_up, feed_keyed, calls
+                )
+                startup.setdefault(label, []).append(up)
+                if memory is None and n_shards == cores:
+                    memory = mem
             if expected is None:
                 expected = got
             identical &= got == expected
             rows[label].append(seconds)
+        for (size, mode, n_shards), secs in piped.items():
+            feed = feed_pipelined if mode == "pipelined" else feed_keyed
+            seconds, up, got, _ = timed_keyed(
+                template, n_shards, args, warm_up, feed, piped_calls[size]
+            )
+            piped_startup.setdefault((size, mode, n_shards), []).append(up)
+            identical &= got == expected
+            secs.append(seconds)
     table = {
         label: {
             "records": n_samples,
@@ -174,6 +225,22 @@ def run_template(name, template, n_keys, n_samples, args, cores):
     }
     for s in shard_counts[1:]:
         ratios[f"{s} shards / 1 shard"] = rate[f"{s} shards"] / one
+
+    pipelined = {}
+    for (size, mode, n_shards), secs in piped.items():
+        entry = pipelined.setdefault(f"{mode}, calls of {size:,}", {})
+        entry[f"{n_shards} shard{'s' if n_shards > 1 else ''}"] = {
+            "calls": len(piped_calls[size]),
+            "seconds_all": secs,
+            "seconds_best": min(secs),
+            "records_per_s": n_samples / min(secs),
+            "startup_s_best": min(piped_startup[(size, mode, n_shards)]),
+        }
+    for entry in pipelined.values():
+        if "2 shards" in entry:
+            entry["2 shards / 1 shard"] = (
+                entry["2 shards"]["records_per_s"] / entry["1 shard"]["records_per_s"]
+            )
 
     # recovery: kill shard 0 halfway through, with the most shards
     keyed = start_keyed(template, cores, args, warm_up)
@@ -204,10 +271,81 @@ def run_template(name, template, n_keys, n_samples, args, cores):
         "log_limit": args.log_limit,
         "rows": table,
         "ratios": ratios,
+        "pipelined": pipelined,
+        "max_in_flight": args.in_flight,
+        "load_at_repeats": loads,
         "identical": identical,
         "memory": {"per_shard": memory, "bytes_per_key": model_bytes / n_keys_seen},
         "recovery": recovery,
     }
+
+
+def kill_dead(actor) -> None:
+    """``ray.kill`` the actor and wait until it is dead (the kill travels through Ray's control
+    plane: a call sent just after it may still reach the old actor)."""
+    import ray
+
+    ray.kill(actor)
+    for _ in range(400):
+        try:
+            ray.get(actor.ready.remote(), timeout=60)
+        except ray.exceptions.RayActorError:
+            return
+        time.sleep(0.05)
+    raise RuntimeError("the killed actor did not die")
+
+
+def state_sizes(args) -> list[dict]:
+    """Checkpoint, restore and recovery times against the state's size (DOBE keys, 2 shards)."""
+    import tempfile
+
+    from river_doebe.distributed import KeyedModels
+
+    template = templates(args)[DOBE_NAME][0]
+    warm_up = warm_rows(template)
+    out = []
+    for n_keys in [int(v) for v in args.state_keys.split(",") if v]:
+        keys, X, y = map(list, zip(*KeyedDrift(n_keys=n_keys, n_samples=50 * n_keys, seed=1)))
+        more = KeyedDrift(n_keys=n_keys, n_samples=args.state_log, seed=2)
+        more_keys, more_X, more_y = map(list, zip(*more))
+        with tempfile.TemporaryDirectory() as tmp:
+            keyed = KeyedModels(template, n_shards=2, batch_size=args.batch, log_limit=10**9)
+            try:
+                keyed.warm(*warm_up)
+                keyed.learn_many(keys, X, y)
+                start = time.perf_counter()
+                manifest = keyed.checkpoint(tmp)
+                checkpoint_s = time.perf_counter() - start
+                state_bytes = sum(s["bytes"] for s in manifest["shards"])
+                # a key of shard 0: a call on it finds the shard dead and rebuilds it
+                i = next(i for i, k in enumerate(keys) if keyed.shard_of(k) == 0)
+                kill_dead(keyed.shards[0])
+                keyed.learn_many(keys[i : i + 1], X[i : i + 1], y[i : i + 1])
+                base_only = [r for r in keyed.recoveries if r["shard"] == 0][-1]
+                keyed.learn_many(more_keys, more_X, more_y)
+                kill_dead(keyed.shards[0])
+                keyed.learn_many(keys[i : i + 1], X[i : i + 1], y[i : i + 1])
+                with_log = [r for r in keyed.recoveries if r["shard"] == 0][-1]
+            finally:
+                keyed.close()
+            start = time.perf_counter()
+            restored = KeyedModels.restore(tmp, batch_size=args.batch)
+            restore_s = time.perf_counter() - start
+            restored.close()
+        out.append(
+            {
+                "n_keys": n_keys,
+                "state_bytes": state_bytes,
+                "checkpoint_s": checkpoint_s,
+                "restore_s": restore_s,
+                "recovery_base_only_s": base_only["seconds"],
+                "recovery_with_log_s": with_log["seconds"],
+                "rows_replayed": with_log["rows_replayed"],
+                "load": [round(x, 2) for x in os.getloadavg()],
+            }
+        )
+        print(json.dumps(out[-1]), flush=True)
+    return out
 
 
 def markdown(payload) -> str:
@@ -221,6 +359,9 @@ def markdown(payload) -> str:
         "bit. `python benchmarks/scaleout.py`.",
         "",
     ]
+    # what a results file merged from several runs says about where each part comes from
+    for note in payload.get("notes", []):
+        lines += [note, ""]
     for name, r in payload["results"].items():
         lines += [
             f"## {name}",
@@ -239,6 +380,23 @@ def markdown(payload) -> str:
             )
         lines += ["", "| ratio | value |", "|---|---:|"]
         lines += [f"| {k} | {v:.2f}x |" for k, v in r["ratios"].items()]
+        if r.get("pipelined"):
+            lines += [
+                "",
+                f"Calls of fewer records (up to {r['max_in_flight']} calls in flight per shard "
+                "when pipelined; one call at a time: each call waits for its slowest shard):",
+                "",
+                "| calls | 1 shard [records/s] | 2 shards [records/s] | 2 shards / 1 shard |",
+                "|---|---:|---:|---:|",
+            ]
+            for label, entry in r["pipelined"].items():
+                one, two = entry.get("1 shard"), entry.get("2 shards")
+                ratio = entry.get("2 shards / 1 shard")
+                two_rate = "-" if two is None else f"{two['records_per_s']:,.0f}"
+                ratio_text = "-" if ratio is None else f"{ratio:.2f}x"
+                lines.append(
+                    f"| {label} | {one['records_per_s']:,.0f} | {two_rate} | {ratio_text} |"
+                )
         rec = r["recovery"]
         secs = ", ".join(
             f"{x['seconds']:.2f} s ({x['rows_replayed']:,} rows replayed)"
@@ -251,6 +409,27 @@ def markdown(payload) -> str:
             f"predictions identical to the dict's: {rec['identical_to_dict']}.",
             "",
         ]
+    if payload.get("state_size"):
+        lines += [
+            "## Recovery and checkpoint time against the state's size",
+            "",
+            "DOBE keys (50 records each) on 2 shards; the state is the shards' models pickled. "
+            "Checkpoint: every shard snapshot and its file written by the driver. Restore: new "
+            "actors included. Recovery: from the failure to the end of the replay, a new actor "
+            "included, right after a checkpoint (base only) and after more records (replayed).",
+            "",
+            "| keys | state [MB] | checkpoint [s] | restore [s] | recovery, base only [s] "
+            "| recovery with log [s] (rows) | load |",
+            "|---:|---:|---:|---:|---:|---:|---|",
+        ]
+        for row in payload["state_size"]:
+            lines.append(
+                f"| {row['n_keys']:,} | {row['state_bytes'] / 1e6:,.1f} | "
+                f"{row['checkpoint_s']:.2f} | {row['restore_s']:.2f} | "
+                f"{row['recovery_base_only_s']:.2f} | {row['recovery_with_log_s']:.2f} "
+                f"({row['rows_replayed']:,}) | {row['load'][0]} |"
+            )
+        lines.append("")
     return "\n".join(lines)
 
 
@@ -265,11 +444,23 @@ def main(argv=None) -> dict:
     parser.add_argument("--edoebe-keys", type=int, default=48)
     parser.add_argument("--edoebe-records", type=int, default=500, help="records per key")
     parser.add_argument("--cores", type=int, default=None, help="default: os.cpu_count()")
+    parser.add_argument(
+        "--pipelined", default="2000,20000", help="records per call of the pipelined rows"
+    )
+    parser.add_argument("--in-flight", type=int, default=4, help="KeyedModels max_in_flight")
+    parser.add_argument(
+        "--state-keys", default="100,400,1600", help="DOBE keys of the state-size rows"
+    )
+    parser.add_argument("--state-log", type=int, default=20_000, help="records replayed")
+    parser.add_argument(
+        "--only", choices=["all", "scaling", "state"], default="all", help="sections to run"
+    )
     parser.add_argument("--tiny", action="store_true", help="a seconds-long run of the pipeline")
     parser.add_argument("--out", type=Path, default=HERE / "results")
     args = parser.parse_args(argv)
     if args.tiny:
         args.repeats, args.call, args.batch, args.log_limit = 1, 300, 128, 256
+        args.pipelined, args.state_keys, args.state_log = "100", "8", 200
 
     import ray
 
@@ -284,14 +475,20 @@ def main(argv=None) -> dict:
     ray.init(num_cpus=cores, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
     ray_init_s = time.perf_counter() - start
     results = {}
+    states = []
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             for name, (template, n_keys, n_samples) in templates(args).items():
+                if args.only == "state":
+                    break
                 # compile (or load) the kernels in this process first, untimed
                 feed_dict(template, [(["warm"] * len(X), X, y) for X, y in [warm_rows(template)]])
                 results[name] = run_template(name, template, n_keys, n_samples, args, cores)
                 print(json.dumps({name: results[name]["ratios"]}), flush=True)
+                print(json.dumps({name: results[name]["pipelined"]}), flush=True)
+            if args.only != "scaling" and cores >= 2:
+                states = state_sizes(args)
     finally:
         ray.shutdown()
     payload = {
@@ -308,6 +505,7 @@ def main(argv=None) -> dict:
         },
         "repeats": args.repeats,
         "results": results,
+        "state_size": states,
     }
     if EDOEBE_NAME in results and cores >= 2:
         r = results[EDOEBE_NAME]["ratios"]
@@ -316,6 +514,10 @@ def main(argv=None) -> dict:
             "1 shard >= 0.8x dict (1 thread), EDOEBE(n_warmup=200)": r["1 shard / dict, 1 thread"]
             >= 0.8,
         }
+        for label, entry in results[EDOEBE_NAME]["pipelined"].items():
+            if label.startswith("pipelined") and "2 shards / 1 shard" in entry:
+                target = f"2 shards >= 1.4x 1 shard, {label}, EDOEBE(n_warmup=200)"
+                payload["targets"][target] = entry["2 shards / 1 shard"] >= 1.4
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "scaleout.json").write_text(json.dumps(payload, indent=2) + "\n")
     (args.out / "scaleout.md").write_text(markdown(payload))

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = [
     "check_bool",
@@ -24,17 +26,17 @@ __all__ = [
 ]
 
 
-def _is_real(value) -> bool:
+def _is_real(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def check_positive(name: str, value) -> None:
+def check_positive(name: str, value: Any) -> None:
     """A finite number > 0."""
     if not (_is_real(value) and math.isfinite(value) and value > 0):
         raise ValueError(f"{name} must be positive and finite, got {value!r}")
 
 
-def check_non_negative(name: str, value) -> None:
+def check_non_negative(name: str, value: Any) -> None:
     """A finite number >= 0."""
     if not (_is_real(value) and math.isfinite(value) and value >= 0):
         raise ValueError(f"{name} must be non-negative and finite, got {value!r}")
@@ -46,7 +48,7 @@ def check_non_negative(name: str, value) -> None:
 MIN_RELATIVE_RW = 1e-12
 
 
-def check_random_walk(var_rw, var_theta, name: str = "var_rw") -> None:
+def check_random_walk(var_rw: Any, var_theta: Any, name: str = "var_rw") -> None:
     """``var_rw`` is 0 (static) or at least ``MIN_RELATIVE_RW * var_theta``."""
     check_non_negative(name, var_rw)
     if 0 < var_rw < MIN_RELATIVE_RW * var_theta:
@@ -57,13 +59,13 @@ def check_random_walk(var_rw, var_theta, name: str = "var_rw") -> None:
         )
 
 
-def check_probability(name: str, value, upper: float = 1.0) -> None:
+def check_probability(name: str, value: Any, upper: float = 1.0) -> None:
     """A number in ``[0, upper)``."""
     if not (_is_real(value) and 0.0 <= value < upper):
         raise ValueError(f"{name} must be in [0, {upper:g}), got {value!r}")
 
 
-def check_weight_floor(value) -> None:
+def check_weight_floor(value: Any) -> None:
     check_probability("weight_floor", value)
 
 
@@ -71,7 +73,7 @@ def check_weight_floor(value) -> None:
 WEIGHTINGS = ("bma", "stacking")
 
 
-def check_weighting(weighting, stacking_rate, share) -> None:
+def check_weighting(weighting: Any, stacking_rate: Any, share: Any) -> None:
     """The weight rule of an ensemble: ``"bma"`` or ``"stacking"``, a Soft-Bayes rate in
     ``(0, 1]`` and a fixed share in ``[0, 1)``."""
     if not isinstance(weighting, str) or weighting not in WEIGHTINGS:
@@ -85,25 +87,25 @@ def check_weighting(weighting, stacking_rate, share) -> None:
 UPDATES = ("laplace", "ipl")
 
 
-def check_update(update) -> None:
+def check_update(update: Any) -> None:
     """A classifier's update step: ``"laplace"`` or ``"ipl"`` (iterated posterior
     linearisation)."""
     if not isinstance(update, str) or update not in UPDATES:
         raise ValueError(f"update must be one of {UPDATES}, got {update!r}")
 
 
-def check_int(name: str, value, low: int) -> None:
+def check_int(name: str, value: Any, low: int) -> None:
     """An integer >= ``low`` (``bool`` is not an integer here)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
         raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
 
 
-def check_bool(name: str, value) -> None:
+def check_bool(name: str, value: Any) -> None:
     if not isinstance(value, bool | np.bool_):
         raise TypeError(f"{name} must be True or False, got {value!r}")
 
 
-def check_seed(value) -> None:
+def check_seed(value: Any) -> None:
     """``None`` or a non-negative integer."""
     if value is None:
         return
@@ -113,7 +115,7 @@ def check_seed(value) -> None:
         raise ValueError(f"seed must be non-negative, got {value!r}")
 
 
-def check_starts(value) -> None:
+def check_starts(value: Any) -> None:
     """A non-empty sequence of positive, finite numbers."""
     if isinstance(value, str | bytes) or not isinstance(value, list | tuple | np.ndarray):
         raise TypeError(f"starts must be a tuple of positive numbers, got {value!r}")
@@ -124,7 +126,7 @@ def check_starts(value) -> None:
             raise ValueError(f"starts must be positive, finite numbers, got {tuple(value)!r}")
 
 
-def check_transition(Q, n_members: int | None = None) -> np.ndarray:
+def check_transition(Q: ArrayLike, n_members: int | None = None) -> np.ndarray:
     """A row-stochastic square matrix (for ``n_members`` members when given)."""
     try:
         Q = np.asarray(Q, dtype=np.float64)

@@ -25,6 +25,8 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+from collections.abc import Hashable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -55,7 +57,7 @@ class Schema:
 
     __slots__ = ("names", "index", "_get")
 
-    def __init__(self, names, sort: bool = True):
+    def __init__(self, names: Iterable[Hashable], sort: bool = True) -> None:
         names = tuple(sorted(names, key=_sort_key)) if sort else tuple(names)
         if len(set(names)) != len(names):
             dupes = sorted({n for n in names if names.count(n) > 1}, key=_sort_key)
@@ -85,12 +87,12 @@ class Schema:
         getter = operator.itemgetter(*names)
         self._get = getter if len(names) > 1 else (lambda x: (getter(x),))
 
-    def extend(self, new_names) -> Schema:
+    def extend(self, new_names: Iterable[Hashable]) -> Schema:
         """The schema with ``new_names`` appended (sorted among themselves)."""
         return Schema(self.names + tuple(sorted(new_names, key=_sort_key)), sort=False)
 
     # ------------------------------------------------------------------ dicts
-    def _values(self, x: dict):
+    def _values(self, x: dict) -> tuple[Any, bool]:
         if not isinstance(x, dict):
             raise TypeError(f"expected a dict of features, got {type(x).__name__}")
         try:
@@ -136,15 +138,15 @@ class Schema:
         """The keys of ``x`` that are not in the schema."""
         return [k for k in x if k not in self.index]
 
-    def _convert(self, vals) -> np.ndarray:
+    def _convert(self, vals: Sequence) -> np.ndarray:
         return _validated(self.names, vals)
 
     # ------------------------------------------------------------------ frames
-    def frame_new_names(self, X) -> list:
+    def frame_new_names(self, X: Any) -> list:
         """The columns of the DataFrame ``X`` that are not in the schema."""
         return [c for c in X.columns if c not in self.index]
 
-    def frame_to_array(self, X, fill: float = 0.0) -> np.ndarray:
+    def frame_to_array(self, X: Any, fill: float = 0.0) -> np.ndarray:
         """Convert a pandas DataFrame (rows in stream order) under the same policy; columns
         that are not in the schema are ignored, and a schema feature that is not a column
         takes the value ``fill``."""
@@ -157,7 +159,7 @@ class Schema:
         return out
 
 
-def _plain_and_finite(vals) -> bool:
+def _plain_and_finite(vals: Sequence) -> bool:
     """The usual sample: plain number types only, and one finite sum (a NaN or an infinity makes
     the sum non-finite; an int beyond the float range makes it raise, as the sum is taken in
     floats), so every value is fine."""
@@ -170,7 +172,7 @@ def _plain_and_finite(vals) -> bool:
     return total - total == 0
 
 
-def _validated(names, vals) -> np.ndarray:
+def _validated(names: Sequence[Hashable], vals: Sequence) -> np.ndarray:
     """``vals`` as a float64 array, every value checked (a real, finite number that fits a
     float); an error names the feature."""
     if not _plain_and_finite(vals):
@@ -180,7 +182,7 @@ def _validated(names, vals) -> np.ndarray:
     return np.array(vals, dtype=np.float64)
 
 
-def check_row(x) -> None:
+def check_row(x: Any) -> None:
     """Validate every value of the dict ``x`` (the features a model would ignore included)."""
     if not isinstance(x, dict):
         raise TypeError(f"expected a dict of features, got {type(x).__name__}")
@@ -198,7 +200,7 @@ def _check_values(names, vals):
             )
 
 
-def _check_finite(name, v) -> None:
+def _check_finite(name: Hashable, v: Any) -> None:
     try:
         with np.errstate(over="ignore"):  # (a long double beyond the float range: named below)
             f = float(v)
@@ -212,19 +214,19 @@ def _check_finite(name, v) -> None:
         raise ValueError(f"feature {name!r} is {v!r}; NaN and infinity are not accepted")
 
 
-def _short(v) -> str:
+def _short(v: Any) -> str:
     text = repr(v)
     return text if len(text) <= 24 else f"{text[:8]}...({len(text)} digits)"
 
 
-def check_frame(X) -> None:
+def check_frame(X: Any) -> None:
     """Refuse a DataFrame whose column names repeat."""
     if not X.columns.is_unique:
         dupes = X.columns[X.columns.duplicated()].unique().tolist()
         raise ValueError(f"the DataFrame has duplicate column names {dupes}")
 
 
-def column_values(X, name) -> np.ndarray:
+def column_values(X: Any, name: Hashable) -> np.ndarray:
     """Column ``name`` of a DataFrame as float64, validated: numeric and boolean columns
     (pandas' nullable ``Int64``, ``Float64`` and ``boolean`` included) are converted, a missing
     value or a non-finite one raises ``ValueError`` naming the column, any other column
@@ -264,7 +266,7 @@ def column_values(X, name) -> np.ndarray:
     return values
 
 
-def check_target(y) -> float:
+def check_target(y: Any) -> float:
     """Validate a regression target and return it as a float."""
     if type(y) is float and y - y == 0.0:  # the usual case, without the ABC checks below
         return y
@@ -279,7 +281,7 @@ def check_target(y) -> float:
     return y
 
 
-def check_targets(y, n: int) -> np.ndarray:
+def check_targets(y: Any, n: int) -> np.ndarray:
     """Validate the regression targets of a batch of ``n`` rows; return them as float64 ``(n,)``.
 
     A column vector ``(n, 1)`` is accepted. Raises ``ValueError`` for a wrong shape (stating

@@ -15,6 +15,8 @@ Everything is validated before anything changes; a row the filters refuse
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, cast
+
 import numpy as np
 
 from river_doebe._schema import check_frame, check_row
@@ -34,7 +36,20 @@ class BatchPath:
     per-sample way), ``_block_target_ok`` and ``_run_block``.
     """
 
-    def predict_learn_many(self, X, y, with_dist: bool = False) -> list:
+    if TYPE_CHECKING:  # what the estimator this is mixed into provides
+        _engine: Any
+        _schema: Any
+        _fill: float
+
+        def _batch_targets(self, y: Any, n: int) -> Any: ...
+        def _frame_for_learning(self, X: Any) -> tuple[np.ndarray, Any]: ...
+        def _block_target_ok(self, target: Any) -> bool: ...
+        def _row(self, x: Any, y: Any, with_dist: bool, want: bool, is_frame: bool) -> Any: ...
+        def _run_block(self, Z: np.ndarray, ys: list, with_dist: bool, want: bool) -> list: ...
+        def _schema_is_free(self) -> bool: ...
+        def _ignore(self, new: list) -> None: ...
+
+    def predict_learn_many(self, X: Any, y: Any, with_dist: bool = False) -> list:
         """For each row of ``X``, the prediction made before the row is learnt, then learn it.
 
         Exactly what ``predict_one(x, with_dist)`` (a classifier: ``predict_proba_one(x)``)
@@ -56,9 +71,9 @@ class BatchPath:
             One prediction per row: a float (or a distribution) for a regressor, a
             ``predict_proba_one`` dict for a classifier.
         """
-        return self._many(X, y, with_dist, want=True)
+        return cast(list, self._many(X, y, with_dist, want=True))
 
-    def _many(self, X, y, with_dist: bool, want: bool):
+    def _many(self, X: Any, y: Any, with_dist: bool, want: bool) -> list | None:
         is_frame = hasattr(X, "columns")
         if is_frame:
             check_frame(X)
@@ -73,7 +88,7 @@ class BatchPath:
             Z, commit = self._frame_for_learning(X)
             commit()
             rows = list(Z)
-        out = [None] * n if want else None
+        out: list | None = [None] * n if want else None
         block: list[int] = []
         zs: list = []  # the block's rows: value tuples, or a frame's arrays
 
@@ -97,7 +112,7 @@ class BatchPath:
             except FilterError as err:
                 raise FilterError(f"row {i} cannot be taken safely ({err}); the rows before it "
                                   "were learnt") from None
-            if want:
+            if out is not None:
                 out[i] = pred
         flush()
         return out
@@ -118,7 +133,7 @@ class BatchPath:
         """Whether the next rows may go into a block (the engine exists and is exact in blocks)."""
         return self._engine is not None and self._engine.can_block
 
-    def _block_array(self, row, is_frame: bool):
+    def _block_array(self, row: Any, is_frame: bool) -> Any:
         """The row's values for a block (in schema order), or ``None`` when it needs the
         per-sample path."""
         if not self._block_ready():

@@ -26,8 +26,11 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from river import proba
 from scipy.special import erf, ndtr
 
@@ -39,7 +42,7 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _INV_SQRT_PI = 1.0 / math.sqrt(math.pi)
 
 
-def refuse_number(who: str, y_pred) -> TypeError:
+def refuse_number(who: str, y_pred: Any) -> TypeError:
     """The error for a point prediction given to a metric that needs the distribution."""
     return TypeError(
         f"{who} needs a predictive distribution, got the number {y_pred!r}. Call "
@@ -49,14 +52,16 @@ def refuse_number(who: str, y_pred) -> TypeError:
     )
 
 
-def _by_its_cdf(y_pred) -> bool:
+def _by_its_cdf(y_pred: Any) -> bool:
     """Whether ``y_pred`` is a distribution known by its (vectorised) CDF and quantile function,
     to be read through them rather than through its ``mu`` and ``sigma``."""
     return (callable(getattr(y_pred, "quantile", None)) and callable(getattr(y_pred, "cdf", None))
             and not isinstance(y_pred, proba.Gaussian))
 
 
-def _read(y_pred, who: str):
+def _read(
+    y_pred: Any, who: str
+) -> tuple[float, float] | tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """``(mu, sd)`` of a Gaussian, ``(weights, means, sds)`` of a mixture (its positive-weight
     components), or ``None`` for anything else (a distribution known by its CDF among them)."""
     if y_pred is None or isinstance(y_pred, numbers.Real):
@@ -85,7 +90,7 @@ def _read(y_pred, who: str):
     return None
 
 
-def _cannot_read(who: str, y_pred, also: str = "") -> TypeError:
+def _cannot_read(who: str, y_pred: Any, also: str = "") -> TypeError:
     return TypeError(
         f"{who} cannot read a distribution from {type(y_pred).__name__!r}: expected a Gaussian "
         "mixture (`weights`, `means`, `variances`), an object with `mu` and `sigma` (e.g. "
@@ -98,7 +103,7 @@ def _cannot_read(who: str, y_pred, also: str = "") -> TypeError:
 # ---------------------------------------------------------------------------------------------
 
 
-def cdf_sf(y_pred, y: float, who: str = "cdf_sf") -> tuple[float, float]:
+def cdf_sf(y_pred: Any, y: float, who: str = "cdf_sf") -> tuple[float, float]:
     """``(P(Y <= y), P(Y >= y))`` for ``Y`` distributed as ``y_pred``.
 
     Both are computed directly, not one as one minus the other: in the upper tail ``1 - F(y)``
@@ -141,7 +146,9 @@ def cdf_sf(y_pred, y: float, who: str = "cdf_sf") -> tuple[float, float]:
     return float(w @ ndtr(z)), float(w @ ndtr(-z))
 
 
-def in_central_interval(y_pred, y: float, level: float, who: str = "in_central_interval") -> bool:
+def in_central_interval(
+    y_pred: Any, y: float, level: float, who: str = "in_central_interval"
+) -> bool:
     """Whether ``y`` lies in the central ``level`` interval of the predictive ``y_pred``.
 
     The central interval runs from the ``(1 - level) / 2`` quantile to the ``(1 + level) / 2``
@@ -202,7 +209,7 @@ def _mean_abs(m, s):
     return m * erf(z * _SQRT_HALF) + 2.0 * _INV_SQRT_2PI * s * np.exp(-0.5 * z * z)
 
 
-def crps_mixture(weights, means, sds, y: float) -> float:
+def crps_mixture(weights: ArrayLike, means: ArrayLike, sds: ArrayLike, y: float) -> float:
     """The CRPS of the mixture ``sum_k w_k N(means_k, sds_k^2)`` at ``y``.
 
     ``CRPS(F, y) = E|X - y| - E|X - X'| / 2`` for ``X, X'`` independent draws of ``F``
@@ -255,7 +262,7 @@ _GL_X, _GL_W = np.polynomial.legendre.leggauss(8)
 _CRPS_LEVELS = ndtr(np.linspace(-8.0, 8.0, 33))
 
 
-def crps_from_cdf(cdf, y: float, breaks) -> float:
+def crps_from_cdf(cdf: Callable[[float], float], y: float, breaks: ArrayLike) -> float:
     """The CRPS ``int (F(z) - 1[z >= y])^2 dz`` of a continuous distribution given by its CDF.
 
     The integral is cut at ``breaks`` and at ``y`` and each piece is integrated by an 8-point
@@ -298,7 +305,7 @@ def crps_from_cdf(cdf, y: float, breaks) -> float:
     return float(((G - step) ** 2 @ _GL_W) @ half)
 
 
-def crps(y_pred, y: float, who: str = "crps") -> float:
+def crps(y_pred: Any, y: float, who: str = "crps") -> float:
     """The CRPS of the predictive ``y_pred`` at ``y``: :func:`crps_gaussian` for a Gaussian,
     :func:`crps_mixture` over the components with positive weight for a mixture, and
     :func:`crps_from_cdf` for a distribution known by its CDF and quantile function (between its

@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from river import proba, stats
 from scipy.special import log_ndtr, logsumexp
 
@@ -101,7 +103,7 @@ class PredictiveGaussian(_NotANumber, proba.Gaussian):
         return generator
 
     @_rng.setter
-    def _rng(self, generator) -> None:
+    def _rng(self, generator: random.Random) -> None:
         self.__dict__["_generator"] = generator
 
     def log_pdf(self, x: float) -> float:
@@ -220,11 +222,13 @@ class GaussianMixture(_NotANumber, proba.base.ContinuousDistribution):
     can be higher, because its tails are wider.
     """
 
-    def __init__(self, weights, means, variances, seed: int | None = None):
+    def __init__(
+        self, weights: ArrayLike, means: ArrayLike, variances: ArrayLike, seed: int | None = None
+    ) -> None:
         # river's Distribution.__init__ would seed a generator from the OS at every prediction;
         # only `sample` needs one, so it is made on first use (see `_rng`)
         self.seed = seed
-        self._generator = None
+        self._generator: random.Random | None = None
         w = np.asarray(weights, dtype=np.float64).ravel()
         m = np.asarray(means, dtype=np.float64).ravel()
         v = np.asarray(variances, dtype=np.float64).ravel()
@@ -242,10 +246,12 @@ class GaussianMixture(_NotANumber, proba.base.ContinuousDistribution):
         self.weights = w / w.sum()
         self.means = m
         self.variances = v
-        self._moments = None
+        self._moments: tuple[float, float] | None = None
 
     @classmethod
-    def _from_moments(cls, weights, means, variances, mu: float, var: float):
+    def _from_moments(
+        cls, weights: ArrayLike, means: ArrayLike, variances: ArrayLike, mu: float, var: float
+    ) -> GaussianMixture:
         """A mixture whose moments were already computed (by the engine, bit for bit the
         values ``predict_one`` returns)."""
         # the engine's weights are positive and normalised and its variances positive: no
@@ -282,8 +288,9 @@ class GaussianMixture(_NotANumber, proba.base.ContinuousDistribution):
         new._moments = (mu * scale + shift, var * (scale * scale))
         return new
 
+    # a property where river's Distribution has an attribute: the generator is made on first use
     @property
-    def _rng(self) -> random.Random:
+    def _rng(self) -> random.Random:  # type: ignore[override]
         if self._generator is None:
             self._generator = random.Random(self.seed)
         return self._generator
@@ -389,7 +396,7 @@ class GaussianMixture(_NotANumber, proba.base.ContinuousDistribution):
     __str__ = __repr__
 
 
-def affine(dist, scale: float, shift: float = 0.0):
+def affine(dist: Any, scale: float, shift: float = 0.0) -> Any:
     """The exact distribution of ``scale * Y + shift`` for ``Y ~ dist`` and ``scale > 0``.
 
     A Gaussian ``N(mu, sigma^2)`` becomes ``N(scale * mu + shift, (scale * sigma)^2)``, a

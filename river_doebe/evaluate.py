@@ -23,6 +23,8 @@ import itertools
 import math
 import time
 import warnings
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
 from river import base, proba
@@ -81,7 +83,7 @@ class WithDist(base.Wrapper, base.Regressor):
 
     """
 
-    def __init__(self, model):
+    def __init__(self, model: Any) -> None:
         self.model = model
 
     @property
@@ -99,10 +101,10 @@ class WithDist(base.Wrapper, base.Regressor):
         # feature-order invariance is the wrapped model's property and is checked on it.
         return {"check_shuffle_features_no_impact"}
 
-    def learn_one(self, x, y, **kwargs):
+    def learn_one(self, x: dict, y: Any, **kwargs: Any) -> None:
         self.model.learn_one(x, y, **kwargs)
 
-    def predict_one(self, x, **kwargs):
+    def predict_one(self, x: dict, **kwargs: Any) -> Any:
         kwargs.pop("with_dist", None)
         dist = self.model.predict_one(x, with_dist=True, **kwargs)
         if type(dist) is proba.Gaussian:
@@ -110,7 +112,7 @@ class WithDist(base.Wrapper, base.Regressor):
         return dist
 
 
-def _variance(y_pred) -> float:
+def _variance(y_pred: Any) -> float:
     """The predictive variance carried by ``y_pred``, or NaN if it carries none."""
     sigma = getattr(y_pred, "sigma", None)
     if sigma is not None:
@@ -157,16 +159,17 @@ class ProgressiveResult:
         return self.scores[name]
 
 
-def _named_metrics(metrics) -> list[tuple[str, metrics_base.Metric]]:
+def _named_metrics(metrics: Any) -> list[tuple[str, metrics_base.Metric]]:
     if isinstance(metrics, metrics_base.Metric) and not isinstance(metrics, metrics_base.Metrics):
         metrics = [metrics]
     if isinstance(metrics, dict):
         items = list(metrics.items())
     else:
-        flat = []
+        flat: list = []
         for m in metrics:
             flat.extend(m if isinstance(m, metrics_base.Metrics) else [m])
-        items, seen = [], {}
+        seen: dict[str, int] = {}
+        items = []
         for m in flat:
             name = type(m).__name__
             seen[name] = seen.get(name, 0) + 1
@@ -177,22 +180,22 @@ def _named_metrics(metrics) -> list[tuple[str, metrics_base.Metric]]:
     return items
 
 
-def _is_model(obj) -> bool:
+def _is_model(obj: Any) -> bool:
     return isinstance(obj, base.Estimator) or (
         callable(getattr(obj, "learn_one", None)) and callable(getattr(obj, "predict_one", None))
     )
 
 
 def progressive_scores(
-    dataset,
-    model,
-    metrics,
+    dataset: Iterable,
+    model: Any,
+    metrics: Any,
     *,
     every: int | None = None,
     with_dist: bool | None = None,
     keep_predictions: bool = False,
     block_size: int = 256,
-    on_learnt=None,
+    on_learnt: Callable[[int], None] | None = None,
 ) -> ProgressiveResult:
     """Progressive (one-step-ahead) validation that gives each metric what it needs.
 
@@ -316,7 +319,7 @@ def progressive_scores(
 
         else:
             predict = model.predict_one
-            to_point = None
+            to_point = None  # type: ignore[assignment]
     else:
         raw = [bool(getattr(m, "requires_distribution", False)) for _, m in named]
         use_raw = any(raw) if with_dist is None else bool(with_dist)
@@ -405,7 +408,7 @@ def _parts(model):
         yield from _parts(inner)
 
 
-def _warn_if_never_warm(model, n_samples: int) -> None:
+def _warn_if_never_warm(model: Any, n_samples: int) -> None:
     """Say so when an E-DOEBE of ``model`` is still in its warm-up at the end of the stream: it
     predicted every sample with its fallback, and the ensemble never ran."""
     from river_doebe.edoebe import BaseEDOEBE

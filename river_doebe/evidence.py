@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import linalg
 
 __all__ = ["HyperLayout", "log_evidence", "objective"]
@@ -132,7 +134,9 @@ def _evidence(Phi, y, vt, ve, want_grad, want_dphi):
     return value, dPhi, dvt, dve
 
 
-def log_evidence(Phi, y, var_theta, var_eps, grad=False):
+def log_evidence(
+    Phi: np.ndarray, y: np.ndarray, var_theta: float, var_eps: float, grad: bool = False
+) -> Any:
     r"""Log marginal likelihood of a Bayesian linear basis expansion.
 
     Computes :math:`\log \mathcal{N}(y; 0, \sigma_\theta^2 \Phi\Phi^\top + \sigma_\epsilon^2 I_N)`.
@@ -211,7 +215,7 @@ def log_evidence(Phi, y, var_theta, var_eps, grad=False):
 # ====================================================================== hyperparameter layout
 
 
-def _ranges(Z) -> np.ndarray:
+def _ranges(Z: ArrayLike) -> np.ndarray:
     """Range of every input of ``Z`` (a zero or non-finite range counts as 1)."""
     Z = np.asarray(Z, dtype=np.float64)
     ranges = np.ptp(Z, axis=0) if Z.shape[0] else np.ones(Z.shape[1])
@@ -254,7 +258,7 @@ class HyperLayout:
     lengthscale_dim: tuple[int, ...]
 
     @classmethod
-    def from_basis(cls, basis, bounds=(1e-6, 1e2)) -> HyperLayout:
+    def from_basis(cls, basis: Any, bounds: tuple[float, float] = (1e-6, 1e2)) -> HyperLayout:
         """Build the layout of an initialised basis.
 
         Parameters
@@ -310,17 +314,17 @@ class HyperLayout:
         """Length of ``u``."""
         return len(self.names)
 
-    def pack(self, var_theta, var_eps, psi) -> np.ndarray:
+    def pack(self, var_theta: float, var_eps: float, psi: ArrayLike) -> np.ndarray:
         """``u`` from the two variances and the basis vector ``psi``."""
         psi = np.asarray(psi, dtype=np.float64).ravel()
         return np.concatenate([[math.log(var_theta), math.log(var_eps)], psi])
 
-    def unpack(self, u) -> tuple[float, float, np.ndarray]:
+    def unpack(self, u: np.ndarray) -> tuple[float, float, np.ndarray]:
         """``(var_theta, var_eps, psi)`` from ``u``."""
         u = np.asarray(u, dtype=np.float64)
         return math.exp(u[0]), math.exp(u[1]), u[2:].copy()
 
-    def clip(self, u) -> np.ndarray:
+    def clip(self, u: np.ndarray) -> np.ndarray:
         """``u`` clipped to the bounds."""
         return np.clip(np.asarray(u, dtype=np.float64), self.lower, self.upper)
 
@@ -331,7 +335,7 @@ class HyperLayout:
             for lo, hi in zip(self.lower, self.upper, strict=True)
         ]
 
-    def with_lengthscale_floor(self, Z, ratio: float) -> HyperLayout:
+    def with_lengthscale_floor(self, Z: ArrayLike, ratio: float) -> HyperLayout:
         """The layout with every length scale bounded below by ``ratio`` times the range of
         its input in ``Z`` (the mean range for an isotropic one); ``ratio = 0`` changes
         nothing. A floor above a length scale's upper bound leaves that entry as it was."""
@@ -350,7 +354,9 @@ class HyperLayout:
         return HyperLayout(self.names, lower, self.upper, self.lengthscale_index,
                            self.lengthscale_dim)
 
-    def start(self, basis, Z, var_theta, var_eps, scale) -> np.ndarray:
+    def start(
+        self, basis: Any, Z: ArrayLike, var_theta: float, var_eps: float, scale: float
+    ) -> np.ndarray:
         """Starting ``u``: the basis' current ``psi`` with every log length scale set to
         ``log(scale * range(Z[:, d]))`` (a zero or non-finite range counts as 1), clipped to
         the bounds; a basis whose :meth:`~river_doebe.basis.Basis.hyper_start` gives its own
@@ -367,7 +373,9 @@ class HyperLayout:
 # ====================================================================== objective
 
 
-def objective(u, basis, Z, y, Phi=None):
+def objective(
+    u: np.ndarray, basis: Any, Z: np.ndarray, y: np.ndarray, Phi: np.ndarray | None = None
+) -> tuple[float, np.ndarray]:
     """Negative log evidence and its gradient in the unconstrained coordinates ``u``.
 
     Parameters
@@ -418,7 +426,7 @@ class _Objective:
     basis has no hyperparameters and turns failures into a large finite penalty (L-BFGS-B's line
     search handles a large value far better than ``inf``/``nan``)."""
 
-    def __init__(self, basis, Z, y):
+    def __init__(self, basis: Any, Z: np.ndarray, y: np.ndarray) -> None:
         self.basis = basis
         self.Z = Z
         self.y = y

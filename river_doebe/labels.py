@@ -13,17 +13,18 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import Any
 
 import numpy as np
 
 __all__ = ["Labels", "argmax", "check_label", "same_label"]
 
 
-def _is_bool(y) -> bool:
+def _is_bool(y: Any) -> bool:
     return isinstance(y, bool | np.bool_)
 
 
-def check_label(y):
+def check_label(y: Any) -> Any:
     """Validate a class label; return it (numpy booleans become ``bool``)."""
     if y is None:
         raise ValueError("the label is None; labels must be hashable values such as bool or str")
@@ -38,7 +39,7 @@ def check_label(y):
     return y
 
 
-def _ordered(first, second) -> bool:
+def _ordered(first: Any, second: Any) -> bool:
     """Whether the pair ``(first, second)`` swaps when sorted; order of appearance if the two
     labels cannot be compared."""
     try:
@@ -52,7 +53,7 @@ class Labels:
 
     __slots__ = ("labels", "code")
 
-    def __init__(self, labels: tuple = (), code: int = 0):
+    def __init__(self, labels: tuple = (), code: int = 0) -> None:
         self.labels = labels  # () / (one label) / (code-0 label, code-1 label)
         self.code = code  # the code of the single label while only one is known
 
@@ -62,7 +63,7 @@ class Labels:
     def __setstate__(self, state):
         self.labels, self.code = state
 
-    def encode(self, y) -> tuple[Labels, int, bool]:
+    def encode(self, y: Any) -> tuple[Labels, int, bool]:
         """``(new state, code of y, whether the codes of earlier labels flip)``; pure."""
         y = check_label(y)
         labels = self.labels
@@ -93,7 +94,7 @@ class Labels:
         return None
 
 
-def same_label(a, b) -> bool:
+def same_label(a: Any, b: Any) -> bool:
     """Whether two labels are the same dictionary key."""
     try:
         return hash(a) == hash(b) and bool(a == b)
@@ -101,7 +102,7 @@ def same_label(a, b) -> bool:
         return False
 
 
-def argmax(proba: dict):
+def argmax(proba: dict) -> Any:
     """The most probable label; the first (code 0) on a tie, as ``predict_many`` does."""
     best, best_p = None, -1.0
     for label, p in proba.items():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import numpy as np
 from river import base
@@ -15,7 +16,7 @@ from river_doebe.engine import Engine, LogisticEngine, Member
 __all__ = ["DOBE", "DOBEClassifier"]
 
 
-def check_basis(basis) -> None:
+def check_basis(basis: object) -> None:
     """``None`` or a basis expansion of :mod:`river_doebe.basis`."""
     if basis is not None and not isinstance(basis, Basis):
         raise TypeError(
@@ -37,7 +38,7 @@ class BaseDOBE(ArrayEstimator):
     var_theta: float
     var_rw: float
 
-    def _member(self, basis) -> Member:
+    def _member(self, basis: Basis) -> Member:
         return Member(basis, float(self.var_theta), float(getattr(self, "var_eps", 0.0)),
                       float(self.var_rw))
 
@@ -155,7 +156,9 @@ class DOBE(BaseDOBE, ArrayRegressor, base.MiniBatchRegressor):
         check_positive("var_eps", var_eps)
         check_random_walk(var_rw, var_theta)
 
-    def _predictive(self, weights, means, variances, mean: float, var: float):
+    def _predictive(
+        self, weights: np.ndarray, means: np.ndarray, variances: np.ndarray, mean: float, var: float
+    ) -> Any:
         # one member: its Gaussian
         return distributions().gaussian(mean, var)
 

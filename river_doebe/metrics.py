@@ -32,6 +32,8 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from river.metrics import base as metrics_base
 
@@ -72,14 +74,14 @@ def _point(y_pred):
     )
 
 
-def _gaussian_log_density(y, mean, var) -> float:
+def _gaussian_log_density(y: float, mean: float, var: float) -> float:
     if not (var > 0.0 and math.isfinite(var)):
         raise ValueError(f"a predictive variance must be positive and finite, got {var!r}")
     r = y - mean
     return -0.5 * r * r / var - 0.5 * math.log(var) - _HALF_LOG_2PI
 
 
-def _log_density(y_pred, y_true) -> float:
+def _log_density(y_pred: Any, y_true: float) -> float:
     """``log p(y_true)`` under the predictive distribution ``y_pred``."""
     if y_pred is None or isinstance(y_pred, numbers.Real):
         raise calibration.refuse_number("PredictiveLogLikelihood", y_pred)
@@ -177,7 +179,7 @@ class NMSE(_CombinesIntoMetrics, metrics_base.RegressionMetric):
 
     """
 
-    def __init__(self, var_y=None):
+    def __init__(self, var_y: float | None = None) -> None:
         if var_y is not None and not (var_y > 0 and math.isfinite(var_y)):
             raise ValueError(f"var_y must be positive and finite, got {var_y!r}")
         self.var_y = var_y
@@ -186,7 +188,7 @@ class NMSE(_CombinesIntoMetrics, metrics_base.RegressionMetric):
         self._mean = 0.0  # weighted running mean of the targets (Welford)
         self._m2 = 0.0  # weighted sum of squared deviations of the targets
 
-    def update(self, y_true, y_pred, w=1.0) -> None:
+    def update(self, y_true: Any, y_pred: Any, w: float = 1.0) -> None:
         err = y_true - _point(y_pred)
         self._sse += w * err * err
         self._w += w
@@ -194,7 +196,7 @@ class NMSE(_CombinesIntoMetrics, metrics_base.RegressionMetric):
         self._mean += (w / self._w) * delta
         self._m2 += w * delta * (y_true - self._mean)
 
-    def revert(self, y_true, y_pred, w=1.0) -> None:
+    def revert(self, y_true: Any, y_pred: Any, w: float = 1.0) -> None:
         err = y_true - _point(y_pred)
         self._sse -= w * err * err
         w_old = self._w - w
@@ -226,7 +228,7 @@ class NMSE(_CombinesIntoMetrics, metrics_base.RegressionMetric):
         return self.mse / var
 
 
-def _accepts_with_dist(method) -> bool:
+def _accepts_with_dist(method: Callable) -> bool:
     """Whether a model's ``predict_one`` takes ``with_dist`` (by name or through ``**kwargs``)."""
     try:
         params = inspect.signature(method).parameters
@@ -245,19 +247,19 @@ class _ScoresTheDistribution(_CombinesIntoMetrics, metrics_base.RegressionMetric
     #: predictive distribution, not its mean.
     requires_distribution = True
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._w = 0.0
         self._sum = 0.0
 
-    def _term(self, y_true, y_pred) -> float:  # pragma: no cover - every subclass has its own
+    def _term(self, y_true: float, y_pred: Any) -> float:  # pragma: no cover - in every subclass
         raise NotImplementedError
 
-    def update(self, y_true, y_pred, w=1.0) -> None:
+    def update(self, y_true: Any, y_pred: Any, w: float = 1.0) -> None:
         # the term first: a prediction it refuses leaves the metric as it was
         self._sum += w * self._term(y_true, y_pred)
         self._w += w
 
-    def revert(self, y_true, y_pred, w=1.0) -> None:
+    def revert(self, y_true: Any, y_pred: Any, w: float = 1.0) -> None:
         self._sum -= w * self._term(y_true, y_pred)
         self._w -= w
         if self._w <= 0.0:
@@ -266,7 +268,7 @@ class _ScoresTheDistribution(_CombinesIntoMetrics, metrics_base.RegressionMetric
     def get(self) -> float:
         return self._sum / self._w if self._w > 0 else 0.0
 
-    def works_with(self, model) -> bool:
+    def works_with(self, model: Any) -> bool:
         # a regressor that can be asked for its distribution: this package's models, river's
         # BayesianLinearRegression, `WithDist` and pipelines (which pass keywords on)
         predict_one = getattr(model, "predict_one", None)
@@ -345,15 +347,15 @@ class PredictiveLogLikelihood(_ScoresTheDistribution):
 
     """
 
-    def __init__(self, moment_matched: bool = False):
+    def __init__(self, moment_matched: bool = False) -> None:
         super().__init__()
         self.moment_matched = moment_matched
 
     @property
-    def bigger_is_better(self):
+    def bigger_is_better(self) -> bool:
         return True
 
-    def _term(self, y_true, y_pred) -> float:
+    def _term(self, y_true: float, y_pred: Any) -> float:
         if self.moment_matched and not isinstance(y_pred, tuple | list):
             mu, sigma = getattr(y_pred, "mu", None), getattr(y_pred, "sigma", None)
             if mu is not None and sigma is not None:
@@ -423,15 +425,16 @@ class IntervalCoverage(_ScoresTheDistribution):
     """
 
     _fmt = ".2%"
+    level: float
 
-    def __init__(self, level: float = 0.9):
+    def __init__(self, level: float = 0.9) -> None:
         if isinstance(level, bool) or not isinstance(level, numbers.Real) or not 0 < level < 1:
             raise ValueError(f"level must be a number strictly between 0 and 1, got {level!r}")
         super().__init__()
         self.level = level
 
     @property
-    def bigger_is_better(self):
+    def bigger_is_better(self) -> bool:
         return False  # of the gap, which `is_better_than` compares
 
     @property
@@ -439,10 +442,10 @@ class IntervalCoverage(_ScoresTheDistribution):
         """``|coverage - level|``: 0 for a calibrated model, smaller is better."""
         return abs(self.get() - self.level)
 
-    def is_better_than(self, other) -> bool:
+    def is_better_than(self, other: Any) -> bool:
         return self.gap < other.gap
 
-    def _term(self, y_true, y_pred) -> float:
+    def _term(self, y_true: float, y_pred: Any) -> float:
         inside = calibration.in_central_interval(y_pred, y_true, self.level, "IntervalCoverage")
         return 1.0 if inside else 0.0
 
@@ -489,11 +492,11 @@ class CRPS(_ScoresTheDistribution):
 
     """
 
-    def _term(self, y_true, y_pred) -> float:
+    def _term(self, y_true: float, y_pred: Any) -> float:
         return calibration.crps(y_pred, y_true, "CRPS")
 
 
-def _needs_distribution(metric) -> bool:
+def _needs_distribution(metric: Any) -> bool:
     return bool(getattr(metric, "requires_distribution", False))
 
 
@@ -561,8 +564,8 @@ class Metrics(metrics_base.Metrics):
 
     """
 
-    def __init__(self, metrics, str_sep="\n"):
-        flat = []
+    def __init__(self, metrics: Iterable, str_sep: str = "\n") -> None:
+        flat: list = []
         for metric in metrics:
             flat.extend(metric if isinstance(metric, metrics_base.Metrics) else [metric])
         for metric in flat:
@@ -588,7 +591,7 @@ class Metrics(metrics_base.Metrics):
             return None
         return _point(y_pred)
 
-    def update(self, y_true, y_pred, w=1.0) -> None:
+    def update(self, y_true: Any, y_pred: Any, w: float = 1.0) -> None:
         point = self._point_of(y_pred)
         # the distribution metrics first: one refusing the prediction (a number, a bad
         # variance) raises before any metric has changed
@@ -599,7 +602,7 @@ class Metrics(metrics_base.Metrics):
             if not _needs_distribution(m):
                 m.update(y_true, point, w)
 
-    def revert(self, y_true, y_pred, w=1.0) -> None:
+    def revert(self, y_true: Any, y_pred: Any, w: float = 1.0) -> None:
         point = self._point_of(y_pred)
         for m in self:
             if _needs_distribution(m):
@@ -608,7 +611,7 @@ class Metrics(metrics_base.Metrics):
             if not _needs_distribution(m):
                 m.revert(y_true, point, w)
 
-    def works_with(self, model) -> bool:
+    def works_with(self, model: Any) -> bool:
         return is_regressor(model) and all(m.works_with(model) for m in self)
 
     def __add__(self, other):

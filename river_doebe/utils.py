@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 __all__ = ["json_safe"]
 
 
-def json_safe(obj):
+def json_safe(obj: Any) -> Any:
     """A copy of nested results that ``json.dumps`` writes as strict JSON.
 
     NaN and infinities become ``None`` (JSON has no literal for them), NumPy scalars become

@@ -72,3 +72,53 @@ def logistic_stream(n: int = 400, d: int = 2, seed: int = 0, scale: float = 2.0)
     w = scale * np.linspace(1.0, -1.0, d)
     p = expit(X @ w + 0.3)
     return X, rng.random(n) < p
+
+
+# ------------------------------------------------------------------ the two tasks
+class Task:
+    """One task's face of the package, for the tests that hold for both: its estimators, its
+    prediction (``predict_one`` or ``predict_proba_one``), a synthetic stream and a river
+    dataset with a metric."""
+
+    def __init__(self, name: str):
+        import river_doebe as rd
+
+        self.name = name
+        self.is_classification = name == "classification"
+        suffix = "Classifier" if self.is_classification else ""
+        self.DOBE = getattr(rd, "DOBE" + suffix)
+        self.DOEBE = getattr(rd, "DOEBE" + suffix)
+        self.SDOEBE = getattr(rd, "SDOEBE" + suffix)
+        self.EDOEBE = getattr(rd, "EDOEBE" + suffix)
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def predict(self, model, x):
+        """The prediction a progressive validation scores."""
+        return model.predict_proba_one(x) if self.is_classification else model.predict_one(x)
+
+    def stream(self, n: int, seed: int = 0, d: int = 2):
+        """``(X, y)``: a logistic stream's bool labels, or a linear regression with noise."""
+        if self.is_classification:
+            return logistic_stream(n=n, d=d, seed=seed)
+        rng = np.random.default_rng(seed)
+        X = rng.normal(size=(n, d))
+        return X, X @ np.linspace(1.5, -1.0, d) + 0.4 + 0.5 * rng.normal(size=n)
+
+    def dataset(self):
+        """A small river dataset of the task: Phishing (1,250 samples) or TrumpApproval (1,001)."""
+        from river import datasets
+
+        return datasets.Phishing() if self.is_classification else datasets.TrumpApproval()
+
+    def metric(self):
+        from river import metrics
+
+        return metrics.Accuracy() if self.is_classification else metrics.MAE()
+
+
+@pytest.fixture(params=["regression", "classification"])
+def task(request) -> Task:
+    """Each task in turn (the test runs twice)."""
+    return Task(request.param)

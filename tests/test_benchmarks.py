@@ -278,6 +278,32 @@ def test_fallback_scores_every_model_from_the_first_sample(tmp_path):
 
 
 @pytest.mark.slow
+def test_memory_measures_each_row_in_its_own_process(tmp_path):
+    out = tmp_path / "memory.json"
+    payload = _run_main("memory", ["--sizes", "6", "8", "--n-warmup", "40", "--after", "5",
+                                   "--bow", "30", "--bow-samples", "60", "--bow-warmup", "20",
+                                   "--out", str(out)])[1]
+    assert json.loads(out.read_text()) == json.loads(json.dumps(payload))
+    dense = [r for r in payload["rows"] if r["kind"] == "dense"]
+    bow = [r for r in payload["rows"] if r["kind"] == "bow"]
+    assert [r["inputs"] for r in dense] == [6, 8]
+    assert [r["model"] for r in bow] == ["edoebe", "river-blr"]
+    for r in payload["rows"]:
+        # the kernel's peak of that process: at least what the process saw before its fit
+        assert r["peak_rss_mb"] > 10 and len(r["load_before"]) == 3
+        assert r["peak_rss_mb"] >= r.get("peak_mb_before_fit", 0) - 1
+    for r in dense:
+        assert r["members"] > 0 and r["fit_seconds"] > 0 and math.isfinite(r["mae_after"])
+    for r in bow:
+        assert r["samples"] == 60 and math.isfinite(r["mae"]) and r["seconds"] > 0
+    assert payload["summary"]["dense_peak_mb"] == {6: round(dense[0]["peak_rss_mb"], 1),
+                                                   8: round(dense[1]["peak_rss_mb"], 1)}
+    ratio = payload["summary"]["bow_30"]["mae_ratio_to_river_blr"]
+    assert ratio == round(bow[0]["mae"] / bow[1]["mae"], 3)
+
+
+@pytest.mark.slow
+@pytest.mark.ray
 def test_scaleout_writes_every_row_its_rates_ratios_and_the_recovery(tmp_path):
     pytest.importorskip("ray")
     scaleout = _load("scaleout")
@@ -299,6 +325,20 @@ def test_scaleout_writes_every_row_its_rates_ratios_and_the_recovery(tmp_path):
         (recovery,) = r["recovery"]["recoveries"]
         assert recovery["shard"] == 0 and recovery["seconds"] > 0
         assert r["memory"]["bytes_per_key"] > 0
+        # the pipelined calls and the calls one at a time, on 1 and 2 shards (--tiny: calls of 100)
+        assert set(r["pipelined"]) == {
+            "pipelined, calls of 100", "one call at a time, calls of 100"}
+        for entry in r["pipelined"].values():
+            one, two = entry["1 shard"], entry["2 shards"]
+            assert one["calls"] == two["calls"] == -(-r["records"] // 100)
+            assert entry["2 shards / 1 shard"] == pytest.approx(
+                two["records_per_s"] / one["records_per_s"])
+    # the state-size rows: each key's shard rebuilt from its base, then with the log replayed
+    (state,) = payload["state_size"]
+    assert state["n_keys"] == 8 and state["state_bytes"] > 0 and state["rows_replayed"] > 0
+    assert min(state[k] for k in ("checkpoint_s", "restore_s", "recovery_base_only_s",
+                                  "recovery_with_log_s")) > 0
+    assert "against the state's size" in (tmp_path / "scaleout.md").read_text()
 
 
 def _doc(methods, streams):

@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import dicts
 from scipy import interpolate
 
 from river_doebe import DOBE, EDOEBE
@@ -206,7 +207,7 @@ def _stream(n=400, D=2, seed=0):
 
 def test_static_learner_equals_the_batch_posterior_row_by_row_and_in_blocks():
     X, y = _stream()
-    xs = [{f"x{j}": float(v) for j, v in enumerate(row)} for row in X]
+    xs = dicts(X)
     var_theta, var_eps = 2.0, 0.05
     make = lambda: DOBE(BSpline(n_features=24, smoothness=(0.5, 20.0), boundary=(-2.0, 2.0)),  # noqa: E731
                         var_theta=var_theta, var_eps=var_eps)

@@ -9,7 +9,8 @@ import pickle
 
 import numpy as np
 import pytest
-from river import compose, datasets, evaluate, metrics, preprocessing
+from conftest import dicts, logistic_stream
+from river import datasets, evaluate, metrics, preprocessing
 from scipy.optimize import brentq
 from scipy.special import expit, logsumexp
 
@@ -24,19 +25,6 @@ from river_doebe.engine import LogisticEngine, Member, edoebe_transition
 from river_doebe.kernels import logistic
 
 CLASSES = [DOBEClassifier, DOEBEClassifier, SDOEBEClassifier, EDOEBEClassifier]
-
-
-def _dicts(X):
-    return [{f"x{j}": float(v) for j, v in enumerate(row)} for row in X]
-
-
-def _logistic_stream(n=400, d=2, seed=0, scale=2.0):
-    """Labels drawn from a logistic model with a bias, as bools."""
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    w = scale * np.linspace(1.0, -1.0, d)
-    p = expit(X @ w + 0.3)
-    return X, rng.random(n) < p
 
 
 # ----------------------------------------------------------------------------- the Laplace step
@@ -67,7 +55,7 @@ def _rel(a, b):
 @pytest.mark.parametrize("var_rw", [0.0, 1e-2])
 def test_one_laplace_step_equals_the_full_dimensional_reference(var_rw):
     """Every member of a padded stack (F = 4, 3 and 10) against the F-dim Newton reference."""
-    X, y = _logistic_stream(n=60, d=3, seed=1)
+    X, y = logistic_stream(n=60, d=3, seed=1)
     models = [
         DOBEClassifier(Linear(), var_theta=2.0, var_rw=var_rw),
         DOBEClassifier(Linear(bias=False), var_theta=0.5, var_rw=var_rw),
@@ -76,7 +64,7 @@ def test_one_laplace_step_equals_the_full_dimensional_reference(var_rw):
         ),
     ]
     ens = DOEBEClassifier(models, weight_floor=0.0)
-    xs = _dicts(X)
+    xs = dicts(X)
     for x, t in zip(xs[:40], y[:40], strict=True):
         ens.learn_one(x, bool(t))
     for x, t in zip(xs[40:], y[40:], strict=True):
@@ -109,11 +97,11 @@ def test_scalar_newton_is_robust_and_converged(a, s2, y):
 
 
 def test_covariance_stays_symmetric_positive_definite():
-    X, y = _logistic_stream(n=6000, d=4, seed=3, scale=4.0)
+    X, y = logistic_stream(n=6000, d=4, seed=3, scale=4.0)
     model = DOBEClassifier(
         RandomFourierFeatures(10, lengthscale=2.0, seed=0), var_theta=10.0, var_rw=1e-3
     )
-    for x, t in zip(_dicts(X), y, strict=True):
+    for x, t in zip(dicts(X), y, strict=True):
         model.learn_one(x, t)
     _, Sigma = model.posterior
     np.testing.assert_array_equal(Sigma, Sigma.T)
@@ -131,15 +119,15 @@ def test_probit_predictive_is_close_to_the_expected_sigmoid(a, s2):
 
 
 def test_predict_proba_is_the_probit_of_the_latent_predictive():
-    X, y = _logistic_stream(n=200, seed=4)
+    X, y = logistic_stream(n=200, seed=4)
     model = DOBEClassifier(Linear(), var_theta=3.0, var_rw=1e-2)
     log_loss = 0.0
-    for x, t in zip(_dicts(X[:150]), y[:150], strict=True):
+    for x, t in zip(dicts(X[:150]), y[:150], strict=True):
         log_loss -= model.log_density_one(x, t)
         model.learn_one(x, t)
     assert model.log_evidence_ == pytest.approx(-log_loss, rel=1e-12)
     mu, Sigma = model.posterior
-    for row, x in zip(X[150:], _dicts(X[150:]), strict=True):
+    for row, x in zip(X[150:], dicts(X[150:]), strict=True):
         phi = np.append(row, 1.0)
         a, s2 = phi @ mu, phi @ (Sigma + 1e-2 * np.eye(3)) @ phi
         proba = model.predict_proba_one(x)
@@ -153,7 +141,7 @@ def test_online_error_on_separable_data_falls_towards_zero():
     y = X @ np.array([1.0, -2.0]) + 0.5 > 0
     model = DOBEClassifier(Linear(), var_theta=10.0)
     errors = []
-    for x, t in zip(_dicts(X), y, strict=True):
+    for x, t in zip(dicts(X), y, strict=True):
         errors.append(model.predict_one(x) != t)
         model.learn_one(x, t)
     assert np.mean(errors[-500:]) < 0.02
@@ -165,7 +153,7 @@ def test_probabilities_are_valid_and_before_any_label_follow_river():
     model = DOBEClassifier(RandomFourierFeatures(10, seed=1), var_theta=5.0, var_rw=1e-3)
     assert model.predict_proba_one({"a": 1.0}) == {False: 0.5, True: 0.5}
     assert model.predict_one({"a": 1.0}) is False
-    X, y = _logistic_stream(n=300, d=1, seed=6, scale=8.0)
+    X, y = logistic_stream(n=300, d=1, seed=6, scale=8.0)
     for x, t in zip([{"a": v} for v in X[:, 0]], y, strict=True):
         proba = model.predict_proba_one(x)
         assert set(proba) == {False, True}
@@ -187,7 +175,7 @@ def test_probabilities_are_valid_and_before_any_label_follow_river():
     ],
 )
 def test_any_two_labels_are_an_exact_relabelling_of_bools(code0, code1, first):
-    X, y = _logistic_stream(n=120, seed=7)
+    X, y = logistic_stream(n=120, seed=7)
     y[:5] = True  # a few samples of one label before the second label appears
     if code1 != first:
         y = ~y  # the stream starts with `first`
@@ -195,7 +183,7 @@ def test_any_two_labels_are_an_exact_relabelling_of_bools(code0, code1, first):
         [DOBEClassifier(Linear(), var_rw=1e-2), DOBEClassifier(Linear(bias=False))]
     )
     named, plain = make(), make()
-    for x, t in zip(_dicts(X), y, strict=True):
+    for x, t in zip(dicts(X), y, strict=True):
         label = code1 if t else code0
         p, q = named.predict_proba_one(x), plain.predict_proba_one(x)
         if len(named.classes_) == 1 and not isinstance(first, bool | np.bool_):
@@ -283,24 +271,13 @@ def _members():
     ]
 
 
-def test_sdoebe_with_identity_equals_doebe():
-    X, y = _logistic_stream(n=300, seed=8)
-    a = DOEBEClassifier(_members())
-    b = SDOEBEClassifier(_members(), transition=np.eye(4))
-    for x, t in zip(_dicts(X), y, strict=True):
-        assert a.predict_proba_one(x) == b.predict_proba_one(x)
-        a.learn_one(x, t)
-        b.learn_one(x, t)
-    np.testing.assert_array_equal(a.weights, b.weights)
-
-
 def test_bma_weights_are_normalised_products_of_member_predictives():
-    X, y = _logistic_stream(n=300, seed=9)
+    X, y = logistic_stream(n=300, seed=9)
     static = [m for m in _members() if m.var_rw == 0]
     ens = DOEBEClassifier(copy.deepcopy(static), weight_floor=0.0)
     alone = copy.deepcopy(static)
     log_evidence = np.zeros(len(alone))
-    for x, t in zip(_dicts(X), y, strict=True):
+    for x, t in zip(dicts(X), y, strict=True):
         for k, m in enumerate(alone):
             log_evidence[k] += math.log(m.predict_proba_one(x)[bool(t)])
             m.learn_one(x, t)
@@ -311,18 +288,18 @@ def test_bma_weights_are_normalised_products_of_member_predictives():
         logsumexp(log_evidence) - math.log(len(alone)), rel=1e-10
     )
     # the members run alone are the ensemble's members
-    x = _dicts(X[:1])[0]
+    x = dicts(X[:1])[0]
     probas, _ = ens.member_predictions(x)
     for got, m in zip(probas, alone, strict=True):
         assert got[True] == pytest.approx(m.predict_proba_one(x)[True], rel=1e-12)
 
 
 def test_switching_prediction_mixes_the_switched_weights():
-    X, y = _logistic_stream(n=200, seed=10)
+    X, y = logistic_stream(n=200, seed=10)
     Q = edoebe_transition(2, 2, 0.05)
     ens = SDOEBEClassifier(_members(), transition=Q, weight_floor=0.0)
     alone = _members()
-    for x, t in zip(_dicts(X), y, strict=True):
+    for x, t in zip(dicts(X), y, strict=True):
         w = ens.weights @ Q
         p = np.array([m.predict_proba_one(x)[True] for m in alone])
         got = ens.predict_proba_one(x)
@@ -340,37 +317,12 @@ def test_the_padding_of_a_heterogeneous_stack_is_never_touched():
     members = [Member(Linear(), 1.0, 0.0), Member(Linear(bias=False), 1.0, 0.0, 1e-3)]
     engine = LogisticEngine(members)
     engine.setup(2)
-    X, y = _logistic_stream(n=50, seed=13)
+    X, y = logistic_stream(n=50, seed=13)
     for z, t in zip(X, y, strict=True):
         engine.learn(z, int(t))
     assert engine.F.tolist() == [3, 2]
     assert not engine.mu[1, 2:].any() and not engine.Sigma[1, 2:, :].any()
     assert not engine.Sigma[1, :, 2:].any()
-
-
-def test_a_member_under_the_floor_is_dead_and_leaves_the_stack():
-    X, y = _logistic_stream(n=400, seed=11, scale=5.0)
-    ens = DOEBEClassifier(
-        [
-            DOBEClassifier(Linear(), var_theta=10.0),
-            DOBEClassifier(Linear(bias=False), var_theta=1e-6),
-        ],
-        weight_floor=1e-16,
-    )
-    xs = _dicts(X)
-    for x, t in zip(xs, y, strict=True):
-        ens.learn_one(x, t)
-    assert ens.weights[1] == 0.0
-    # under model averaging a member under the floor never gets weight again: it is dead, and
-    # its state is gone (the rest of the stack carries on without it)
-    with pytest.raises(ValueError, match="dead"):
-        ens.member_posterior(1)
-    assert len(ens.members) == 2 and ens.weights.shape == (2,)
-    for x, t in zip(xs[:20], y[:20], strict=True):
-        ens.learn_one(x, t)
-    assert ens.weights[1] == 0.0 and ens.weights[0] == 1.0
-    probas, w = ens.member_predictions(xs[0])
-    assert math.isnan(probas[1][True]) and w[1] == 0.0
 
 
 def test_edoebe_with_explicit_models_builds_twins():
@@ -443,7 +395,7 @@ def _stream(model, X, labels):
     """Progressive validation; checks every prediction is a valid distribution. Returns the
     predicted labels and the log probability of every true label."""
     preds, logp = [], []
-    for x, t in zip(_dicts(X), labels, strict=True):
+    for x, t in zip(dicts(X), labels, strict=True):
         proba = model.predict_proba_one(x)
         assert all(0.0 <= p <= 1.0 for p in proba.values())
         assert sum(proba.values()) == pytest.approx(1.0, abs=1e-12)
@@ -457,10 +409,10 @@ def _stream(model, X, labels):
 def test_warm_up_predicts_valid_probabilities_from_the_first_sample_then_switches():
     X, y = _circle()
     model = _warm()
-    assert model.predict_proba_one(_dicts(X[:1])[0]) == {False: 0.5, True: 0.5}
+    assert model.predict_proba_one(dicts(X[:1])[0]) == {False: 0.5, True: 0.5}
     assert not model.is_warm and model.weights.tolist() == [1.0]
     with pytest.raises(RuntimeError, match="warm-up"):
-        model.member_predictions(_dicts(X[:1])[0])
+        model.member_predictions(dicts(X[:1])[0])
     preds, logp = _stream(model, X[:149], y[:149])
     assert not model.is_warm
     preds2, logp2 = _stream(model, X[149:], y[149:])
@@ -476,7 +428,7 @@ def test_warm_up_predicts_valid_probabilities_from_the_first_sample_then_switche
     # a nonlinear boundary on raw inputs of very different scales is learnt
     assert np.mean(preds2[151:] != y[300:]) < 0.1
     # member_predictions standardises like predict_proba_one
-    x = _dicts(X[:1])[0]
+    x = dicts(X[:1])[0]
     probas, w = model.member_predictions(x)
     mix = sum(wk * p[True] for wk, p in zip(w, probas, strict=True) if wk > 0)
     assert mix / w.sum() == pytest.approx(model.predict_proba_one(x)[True], rel=1e-10)
@@ -489,7 +441,7 @@ def test_hyperparameters_are_the_label_regression_evidence_fit():
 
     X, y = _circle(n=200)
     model = _warm()
-    for x, t in zip(_dicts(X[:150]), y[:150], strict=True):
+    for x, t in zip(dicts(X[:150]), y[:150], strict=True):
         model.learn_one(x, t)
     Z = Standardizer.fit(X[:150], y[:150].astype(float)).x(X[:150])
     ref = fit_members(Z, 2.0 * y[:150] - 1.0, _families(), n_samples=2, starts=(1.0,), seed=3)
@@ -503,11 +455,11 @@ def test_hyperparameters_are_the_label_regression_evidence_fit():
 def test_pickle_round_trips_predictions_exactly_after_warm_up_and_clone_is_fresh():
     X, y = _circle(n=300)
     model = _warm()
-    for x, t in zip(_dicts(X[:200]), y[:200], strict=True):
+    for x, t in zip(dicts(X[:200]), y[:200], strict=True):
         model.learn_one(x, t)
     assert model.is_warm
     restored = pickle.loads(pickle.dumps(model))
-    for x, t in zip(_dicts(X[200:]), y[200:], strict=True):
+    for x, t in zip(dicts(X[200:]), y[200:], strict=True):
         assert restored.predict_proba_one(x) == model.predict_proba_one(x)
         restored.learn_one(x, t)
         model.learn_one(x, t)
@@ -516,10 +468,10 @@ def test_pickle_round_trips_predictions_exactly_after_warm_up_and_clone_is_fresh
     assert not fresh.is_warm and fresh.n_samples_seen == 0 and fresh.classes_ == ()
     # mid-warm-up pickles too
     half = _warm()
-    for x, t in zip(_dicts(X[:50]), y[:50], strict=True):
+    for x, t in zip(dicts(X[:50]), y[:50], strict=True):
         half.learn_one(x, t)
     again = pickle.loads(pickle.dumps(half))
-    for x, t in zip(_dicts(X[50:200]), y[50:200], strict=True):
+    for x, t in zip(dicts(X[50:200]), y[50:200], strict=True):
         assert again.predict_proba_one(x) == half.predict_proba_one(x)
         again.learn_one(x, t)
         half.learn_one(x, t)
@@ -529,13 +481,13 @@ def test_pickle_round_trips_predictions_exactly_after_warm_up_and_clone_is_fresh
 def test_from_batch_equals_streaming_the_window():
     X, y = _circle(n=250)
     streamed = _warm()
-    for x, t in zip(_dicts(X[:150]), y[:150], strict=True):
+    for x, t in zip(dicts(X[:150]), y[:150], strict=True):
         streamed.learn_one(x, t)
     batch = EDOEBEClassifier.from_batch(
         X[:150], y[:150], families=_families(), n_samples=2, starts=(1.0,), seed=3
     )
     assert batch.is_warm and batch.n_samples_seen == 150
-    for x in _dicts(X[150:]):
+    for x in dicts(X[150:]):
         assert batch.predict_proba_one(x) == streamed.predict_proba_one(x)
     with pytest.raises(ValueError, match="explicit models"):
         EDOEBEClassifier.from_batch(X, y, models=[DOBEClassifier()])
@@ -548,7 +500,7 @@ def test_from_batch_equals_streaming_the_window():
         _ = many.members
     many.learn_many(frame.iloc[100:150], pd.Series(y[100:150]))
     proba = many.predict_proba_many(frame.iloc[150:])
-    expected = [streamed.predict_proba_one(x)[True] for x in _dicts(X[150:])]
+    expected = [streamed.predict_proba_one(x)[True] for x in dicts(X[150:])]
     np.testing.assert_array_equal(proba[True].to_numpy(), expected)
 
 
@@ -556,7 +508,7 @@ def test_labels_that_flip_during_the_warm_up_are_an_exact_relabelling():
     X, y = _circle(n=300, seed=1)
     y[:3] = True  # 'spam' first: 'ham' sorts before it and flips the codes at its first sight
     named, plain = _warm(), _warm()
-    for x, t in zip(_dicts(X), y, strict=True):
+    for x, t in zip(dicts(X), y, strict=True):
         p, q = named.predict_proba_one(x), plain.predict_proba_one(x)
         if len(named.classes_) == 2:
             assert p["spam"] == pytest.approx(q[True], rel=1e-12, abs=1e-15)
@@ -615,7 +567,7 @@ def test_a_stream_shorter_than_the_window():
 def test_without_replay_the_members_start_from_their_prior():
     X, y = _circle(n=150)
     model = _warm(replay=False)
-    for x, t in zip(_dicts(X), y, strict=True):
+    for x, t in zip(dicts(X), y, strict=True):
         model.learn_one(x, t)
     assert model.is_warm
     assert not any(model.member_posterior(k)[0].any() for k in range(len(model.members)))
@@ -640,7 +592,7 @@ def test_warm_up_parameters_are_validated():
 # ----------------------------------------------------------------------------- river
 def test_learn_many_and_predict_many_match_one_by_one():
     pd = pytest.importorskip("pandas")
-    X, y = _logistic_stream(n=150, d=3, seed=12)
+    X, y = logistic_stream(n=150, d=3, seed=12)
     labels = np.where(y, "spam", "ham")
     labels[0] = "spam"  # the second label ("ham") flips the first label's code mid-batch
     frame = pd.DataFrame(X, columns=["x0", "x1", "x2"])
@@ -651,35 +603,15 @@ def test_learn_many_and_predict_many_match_one_by_one():
     a, b = make(), make()
     a.learn_many(frame.iloc[:60], pd.Series(labels[:60]))
     a.learn_many(frame.iloc[60:100], pd.Series(labels[60:100]))
-    for x, t in zip(_dicts(X[:100]), labels[:100], strict=True):
+    for x, t in zip(dicts(X[:100]), labels[:100], strict=True):
         b.learn_one(x, t)
     np.testing.assert_allclose(a.weights, b.weights, rtol=1e-10)
     proba = a.predict_proba_many(frame.iloc[100:])
     assert list(proba.columns) == ["ham", "spam"]
-    one = [b.predict_proba_one(x) for x in _dicts(X[100:])]
+    one = [b.predict_proba_one(x) for x in dicts(X[100:])]
     np.testing.assert_allclose(proba["spam"].to_numpy(), [p["spam"] for p in one], rtol=1e-10)
-    assert a.predict_many(frame.iloc[100:]).tolist() == [b.predict_one(x) for x in _dicts(X[100:])]
+    assert a.predict_many(frame.iloc[100:]).tolist() == [b.predict_one(x) for x in dicts(X[100:])]
     with pytest.raises(ValueError, match="third label"):
         a.learn_many(frame.iloc[:3], pd.Series(["ham", "spam", "eggs"]))
     with pytest.raises(ValueError, match="rows"):
         a.learn_many(frame.iloc[:3], pd.Series(["ham"]))
-
-
-def test_pickle_clone_and_pipeline():
-    model = preprocessing.StandardScaler() | EDOEBEClassifier(
-        models=[DOBEClassifier(), DOBEClassifier(RandomFourierFeatures(10, seed=2), var_theta=5.0)]
-    )
-    data = list(datasets.Phishing().take(400))
-    for x, t in data[:300]:
-        model.predict_proba_one(x)
-        model.learn_one(x, t)
-    restored = pickle.loads(pickle.dumps(model))
-    for x, t in data[300:]:
-        assert restored.predict_proba_one(x) == model.predict_proba_one(x)
-        restored.learn_one(x, t)
-        model.learn_one(x, t)
-    fresh = model.clone()
-    assert isinstance(fresh, compose.Pipeline)
-    assert fresh["EDOEBEClassifier"].n_samples_seen == 0
-    score = evaluate.progressive_val_score(datasets.Phishing(), fresh, metrics.Accuracy())
-    assert score.get() > 0.85

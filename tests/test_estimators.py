@@ -43,9 +43,12 @@ CLASSES = _estimator_classes()
 
 
 def _cases():
+    # every estimator with its first parameters in the default run; its other parameters in the
+    # slow run (`.ci/run` runs both)
     for cls in CLASSES:
         for i, params in enumerate(cls._unit_test_params()):
-            yield pytest.param(cls, params, id=f"{cls.__name__}-{i}")
+            marks = [pytest.mark.slow] if i else []
+            yield pytest.param(cls, params, id=f"{cls.__name__}-{i}", marks=marks)
 
 
 def test_every_exported_estimator_is_found():

@@ -209,6 +209,7 @@ def test_a_pickle_mid_stream_changes_nothing_later(name):
             np.testing.assert_array_equal(u, v)
 
 
+@pytest.mark.slow  # river's checks twice over (the default run checks every estimator once)
 def test_river_checks_pass_with_ipl():
     checks.check_estimator(SDOEBEClassifier(
         [DOBEClassifier(Linear()), DOBEClassifier(_rff(3), var_rw=1e-2)],

@@ -9,6 +9,7 @@ import pickle
 
 import numpy as np
 import pytest
+from conftest import dicts, regression_stream
 from river import compose, datasets, dummy, evaluate, metrics, preprocessing, stats
 
 from river_doebe import DOBE
@@ -25,23 +26,12 @@ def _rff(n=50, seed=0):
 BASES = [pytest.param(lambda: Linear(), id="linear"), pytest.param(lambda: _rff(), id="rff")]
 
 
-def _dicts(X):
-    return [{f"x{j}": float(v) for j, v in enumerate(row)} for row in X]
-
-
-def _stream(n=2000, d=3, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] * X[:, 2] + 0.3 * rng.normal(size=n)
-    return X, y
-
-
 @pytest.mark.parametrize("make_basis", BASES)
 def test_static_learner_equals_batch_posterior(make_basis):
-    X, y = _stream()
+    X, y = regression_stream()
     var_theta, var_eps = 1.7, 0.2
     model = DOBE(make_basis(), var_theta=var_theta, var_eps=var_eps)
-    xs = _dicts(X)
+    xs = dicts(X)
     for x, t in zip(xs, y):
         model.predict_one(x)  # exercise the predict -> learn cache
         model.learn_one(x, t)
@@ -59,7 +49,7 @@ def test_static_learner_equals_batch_posterior(make_basis):
     rng = np.random.default_rng(1)
     Xt = rng.normal(size=(20, X.shape[1]))
     Pt = model.basis_.featurize(Xt)
-    for x, phi in zip(_dicts(Xt), Pt):
+    for x, phi in zip(dicts(Xt), Pt):
         dist = model.predict_one(x, with_dist=True)
         exp_mean = phi @ mean
         exp_var = phi @ cov @ phi + var_eps
@@ -68,9 +58,9 @@ def test_static_learner_equals_batch_posterior(make_basis):
 
 
 def test_static_log_evidence_is_the_marginal_likelihood():
-    X, y = _stream(n=300)
+    X, y = regression_stream(n=300)
     model = DOBE(Linear(), var_theta=0.8, var_eps=0.3)
-    for x, t in zip(_dicts(X), y):
+    for x, t in zip(dicts(X), y):
         model.learn_one(x, t)
     Phi = np.hstack([X, np.ones((len(X), 1))])
     C = 0.8 * Phi @ Phi.T + 0.3 * np.eye(len(X))
@@ -81,10 +71,10 @@ def test_static_log_evidence_is_the_marginal_likelihood():
 
 @pytest.mark.parametrize("make_basis", BASES)
 def test_dynamic_learner_equals_numpy_kalman_filter(make_basis):
-    X, y = _stream(n=500, seed=3)
+    X, y = regression_stream(n=500, seed=3)
     var_theta, var_eps, var_rw = 1.0, 0.25, 1e-2
     model = DOBE(make_basis(), var_theta=var_theta, var_eps=var_eps, var_rw=var_rw)
-    xs = _dicts(X)
+    xs = dicts(X)
     preds = []
     for x, t in zip(xs, y):
         d = model.predict_one(x, with_dist=True)
@@ -129,8 +119,8 @@ def test_covariance_stays_symmetric_psd_over_200k_updates(var_rw):
 
 
 def test_prediction_never_sees_its_own_target():
-    X, y = _stream(n=50)
-    xs = _dicts(X)
+    X, y = regression_stream(n=50)
+    xs = dicts(X)
     a, b = DOBE(Linear(), var_rw=1e-3), DOBE(Linear(), var_rw=1e-3)
     for i, (x, t) in enumerate(zip(xs, y)):
         pa = a.predict_one(x, with_dist=True)
@@ -141,9 +131,9 @@ def test_prediction_never_sees_its_own_target():
 
 
 def test_predict_then_learn_equals_learn_alone():
-    X, y = _stream(n=200)
+    X, y = regression_stream(n=200)
     a, b = DOBE(Linear(), var_rw=1e-3), DOBE(Linear(), var_rw=1e-3)
-    for x, t in zip(_dicts(X), y):
+    for x, t in zip(dicts(X), y):
         a.predict_one(x)
         a.learn_one(x, t)
         b.learn_one(x, t)
@@ -211,15 +201,15 @@ def test_invalid_parameters():
 
 def test_learn_many_and_predict_many_match_one_by_one():
     pd = pytest.importorskip("pandas")
-    X, y = _stream(n=120)
+    X, y = regression_stream(n=120)
     frame = pd.DataFrame(X, columns=["x0", "x1", "x2"])
     a, b = DOBE(_rff(10), var_rw=1e-3), DOBE(_rff(10), var_rw=1e-3)
     a.learn_many(frame.iloc[:100], pd.Series(y[:100]))
-    for x, t in zip(_dicts(X[:100]), y[:100]):
+    for x, t in zip(dicts(X[:100]), y[:100]):
         b.learn_one(x, t)
     np.testing.assert_allclose(a.posterior[1], b.posterior[1], rtol=1e-12, atol=1e-15)
     many = a.predict_many(frame.iloc[100:])
-    one = [b.predict_one(x) for x in _dicts(X[100:])]
+    one = [b.predict_one(x) for x in dicts(X[100:])]
     np.testing.assert_allclose(many.to_numpy(), one, rtol=1e-12)
 
 

@@ -195,3 +195,22 @@ def test_edoebe_after_its_warm_up_takes_any_sparse_sample(stream):
     for k, value in first_nonzero.items():
         assert scales[k] == value
     np.testing.assert_array_equal(block.standardizer_.x_scale, loop.standardizer_.x_scale)
+
+
+def test_a_late_input_first_seen_subnormal_then_at_one_is_clipped_without_a_warning():
+    """Found by the property test above: a late input whose first non-zero value is subnormal
+    freezes that magnitude as its scale, and a later 1.0 divides to beyond the float range; the
+    standardisation's clip bounds it (no overflow warning, finite predictions, loop == block)."""
+    stream = [({"a": 0.0, "c": 2.2250738585e-313}, 0.0), ({"a": 0.0, "c": 1.0}, 0.0),
+              ({"a": 0.5, "c": 1.0}, 0.1)]
+    loop, block = _warm_edoebe(), _warm_edoebe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        expected = []
+        for x, y in stream:
+            dist = loop.predict_one(x, with_dist=True)
+            assert math.isfinite(dist.mu) and math.isfinite(dist.sigma) and dist.sigma > 0
+            expected.append(dist.mu)
+            loop.learn_one(x, y)
+        got = block.predict_learn_many([x for x, _ in stream], [y for _, y in stream])
+    assert got == expected

@@ -6,7 +6,9 @@ import argparse
 import math
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TextIO
 
 from river_doebe.cli import keyed
 from river_doebe.cli.base import PROG, CLIError
@@ -129,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def warmup_settings(args, parser) -> dict:
+def warmup_settings(args: argparse.Namespace, parser: argparse.ArgumentParser) -> dict:
     """The warm-up settings of a run: the defaults (or ``--fast``'s) and the options given."""
     base_values = FAST if args.fast else DEFAULT
     settings = {
@@ -145,7 +147,7 @@ def warmup_settings(args, parser) -> dict:
     return settings
 
 
-def peer_keys(args) -> list[str]:
+def peer_keys(args: argparse.Namespace) -> list[str]:
     """The peers to run, by key, in the order given and each once."""
     if args.no_peers:
         return []
@@ -167,7 +169,7 @@ def peer_keys(args) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 
 
-def cmd_list(args, out=None) -> int:
+def cmd_list(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from river_doebe import datasets
 
     out = out or sys.stdout
@@ -202,7 +204,7 @@ def cmd_list(args, out=None) -> int:
     return 0
 
 
-def _split_names(values) -> list[str]:
+def _split_names(values: Iterable[str]) -> list[str]:
     return [k.strip() for item in values or () for k in item.split(",") if k.strip()]
 
 
@@ -236,7 +238,9 @@ def recalibrated_spec(spec: ModelSpec) -> ModelSpec:
                      has_dist=True, warms_up=spec.warms_up)
 
 
-def fit_warmup(args, settings: dict, spec: ModelSpec, stream: str, n: int) -> str:
+def fit_warmup(
+    args: argparse.Namespace, settings: dict, spec: ModelSpec, stream: str, n: int
+) -> str:
     """Fit the warm-up to a stream of ``n`` samples unless ``--n-warmup`` was given; returns
     what the header line says about it."""
     if not spec.warms_up:
@@ -270,7 +274,7 @@ def fit_warmup(args, settings: dict, spec: ModelSpec, stream: str, n: int) -> st
     return note
 
 
-def cmd_evaluate(args, parser) -> int:
+def cmd_evaluate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     settings = warmup_settings(args, parser)
     keyed.check_options(args)
     if args.keys is not None:  # many keyed streams on Ray (river_doebe/cli/keyed.py)

@@ -2,11 +2,11 @@
 
 The records of :class:`~river_doebe.datasets.KeyedDrift` (``N`` keys, ``--n`` records, 1,000
 per key by default) go through :class:`river_doebe.distributed.KeyedModels` holding one
-``--model`` (default ``EDOEBE``) per key, in calls of `CALL` records, each record predicted
-before it is learnt. The summary gives each key's nMSE (its MSE over the variance of its
-targets) and PLL (the mean log predictive density of its targets) as their mean and quantiles
-over the keys, the records per second (Ray's and the actors' start excluded, reported apart) and
-each shard's keys and memory (its models pickled).
+``--model`` (default ``EDOEBE``) per key, in calls of `CALL` records, pipelined
+(``iter_predict_learn``), each record predicted before it is learnt. The summary gives each
+key's nMSE (its MSE over the variance of its targets) and PLL (the mean log predictive density
+of its targets) as their mean and quantiles over the keys, the records per second (Ray's and the
+actors' start excluded, reported apart) and each shard's keys and memory (its models pickled).
 
 The warm-up settings are those of the single-stream run; without ``--n-warmup`` each key warms
 up on a fifth of its records (at most the default 1,000, at least 50).
@@ -14,10 +14,13 @@ up on a fifth of its records (at most the default 1,000, at least 50).
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 import time
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -33,7 +36,9 @@ CALL = 5000
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 
 
-def add_arguments(parser, positive_int) -> None:
+def add_arguments(
+    parser: argparse.ArgumentParser, positive_int: Callable[[str], int]
+) -> None:
     """The keyed run's options of ``evaluate``."""
     parser.add_argument(
         "--keys",
@@ -60,7 +65,7 @@ def add_arguments(parser, positive_int) -> None:
     )
 
 
-def check_options(args) -> None:
+def check_options(args: argparse.Namespace) -> None:
     """The options that do not go with ``--keys`` (or need it)."""
     if args.keys is None:
         for option, value in (("--shards", args.shards), ("--address", args.address)):
@@ -83,7 +88,7 @@ def check_options(args) -> None:
         )
 
 
-def _scores(keys, y, predictions, has_dist: bool) -> dict:
+def _scores(keys: list, y: list, predictions: list, has_dist: bool) -> dict:
     """Each key's nMSE and PLL (NaN where it has no distribution)."""
     from river_doebe import metrics
 
@@ -134,7 +139,9 @@ def _table(stats: dict) -> str:
     return "\n".join(lines)
 
 
-def cmd_keyed(args, parser, settings: dict, spec) -> int:
+def cmd_keyed(
+    args: argparse.Namespace, parser: argparse.ArgumentParser, settings: dict, spec: Any
+) -> int:
     """Run the keyed stream; print the summary (and write ``--json``)."""
     from tqdm import tqdm
 
@@ -182,12 +189,12 @@ def cmd_keyed(args, parser, settings: dict, spec) -> int:
         start = time.perf_counter()
         with bar, warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            for i in range(0, n, CALL):
-                part = slice(i, i + CALL)
-                predictions += keyed.predict_learn_many(
-                    keys[part], X[part], y[part], with_dist=spec.has_dist
-                )
-                bar.update(len(keys[part]))
+            starts = range(0, n, CALL)
+            calls = ((keys[i : i + CALL], X[i : i + CALL], y[i : i + CALL]) for i in starts)
+            # pipelined: the driver checks and sends the next calls while the shards work
+            for answers in keyed.iter_predict_learn(calls, with_dist=spec.has_dist):
+                predictions += answers
+                bar.update(len(answers))
         elapsed = time.perf_counter() - start
         memory = keyed.memory()
         n_shards = len(keyed.shards)
@@ -216,7 +223,10 @@ def cmd_keyed(args, parser, settings: dict, spec) -> int:
     return 0
 
 
-def _write_json(args, n, settings, spec, stats, elapsed, started, memory) -> None:
+def _write_json(
+    args: argparse.Namespace, n: int, settings: dict, spec: Any, stats: dict, elapsed: float,
+    started: float, memory: Any,
+) -> None:
     import json
 
     from river_doebe.utils import json_safe

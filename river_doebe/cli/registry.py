@@ -16,6 +16,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from river_doebe import EDOEBE
 from river_doebe.warmup.families import DEFAULT_FAMILIES, FAMILIES
@@ -23,7 +24,7 @@ from river_doebe.warmup.families import DEFAULT_FAMILIES, FAMILIES
 __all__ = ["DEFAULT", "DEFAULT_PEERS", "FAST", "MODELS", "PEERS", "ModelSpec"]
 
 
-def _edoebe_defaults() -> dict:
+def _edoebe_defaults() -> dict[str, Any]:
     """The warm-up defaults of ``EDOEBE()`` itself (the paper's settings)."""
     params = inspect.signature(EDOEBE).parameters
     return {k: params[k].default for k in ("n_warmup", "n_samples", "starts")}
@@ -31,7 +32,7 @@ def _edoebe_defaults() -> dict:
 
 #: Warm-up of ``river-doebe evaluate`` by default (those of ``EDOEBE()``) and with ``--fast``.
 DEFAULT = _edoebe_defaults()
-FAST = {"n_warmup": 500, "n_samples": 3, "starts": (1.0,)}
+FAST: dict[str, Any] = {"n_warmup": 500, "n_samples": 3, "starts": (1.0,)}
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,7 @@ def _model_registry() -> dict[str, ModelSpec]:
         )
     # a single learner only for the families of EDOEBE(): the kernel families, whose length
     # scales make one empirical-Bayes mode a model of its own
-    for fam in map(FAMILIES.get, DEFAULT_FAMILIES):
+    for fam in (FAMILIES[name] for name in DEFAULT_FAMILIES):
         models[f"dobe-{fam.name}"] = ModelSpec(
             f"DOBE-{fam.tag}", f"one dynamic {fam.description} learner (empirical-Bayes mode)",
             _family(fam.name, "dobe"), warms_up=True,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -16,7 +17,7 @@ from river_doebe.utils import json_safe
 __all__ = ["check_plot_path", "format_table", "import_pyplot", "write_json", "write_plot"]
 
 
-def _fmt(v, spec=".4f") -> str:
+def _fmt(v: Any, spec: str = ".4f") -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
     return format(v, spec)
@@ -48,7 +49,7 @@ def format_table(runs: list[Run]) -> str:
     return "\n".join(lines)
 
 
-def write_json(path: Path, stream: str, n: int, var_y: float, settings: dict, runs,
+def write_json(path: Path, stream: str, n: int, var_y: float, settings: dict, runs: list[Run],
                source: dict | None = None) -> None:
     doc = {
         "command": f"{PROG} evaluate",
@@ -78,7 +79,7 @@ def write_json(path: Path, stream: str, n: int, var_y: float, settings: dict, ru
     path.write_text(json.dumps(json_safe(doc), indent=2) + "\n")
 
 
-def import_pyplot():
+def import_pyplot() -> Any:
     try:
         import matplotlib
     except ImportError:
@@ -130,6 +131,7 @@ def write_plot(path: Path, stream: str, runs: list[Run]) -> None:
     for k, r in enumerate(weighted, start=1):
         ax = axes[k, 0]
         w = r.weights
+        assert w is not None  # (the runs in `weighted` have weights)
         labels = list(w["groups"])
         ax.stackplot(w["steps"], *[w["groups"][lab] for lab in labels], labels=labels, alpha=0.85)
         ax.set_xlim(0, r.n)

@@ -7,7 +7,9 @@ import itertools
 import math
 import sys
 import warnings
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +39,7 @@ class WeightRecorder:
     """Records an E-DOEBE's weights, summed by family and static/dynamic, every ``every``
     samples once it is warm."""
 
-    def __init__(self, model, every: int):
+    def __init__(self, model: Any, every: int) -> None:
         self.model = model
         self.every = every
         self.labels: list[str] | None = None
@@ -61,6 +63,7 @@ class WeightRecorder:
         if t % self.every == 0 or t == self.warm_at:
             w = np.asarray(model.weights, dtype=float)
             self.steps.append(t)
+            assert self.index is not None and self.labels is not None  # (set when warm)
             self.rows.append(np.bincount(self.index, weights=w, minlength=len(self.labels)))
 
     def result(self) -> dict | None:
@@ -70,11 +73,11 @@ class WeightRecorder:
         return {
             "steps": list(self.steps),
             "warm_at": self.warm_at,
-            "groups": {lab: table[:, j].tolist() for j, lab in enumerate(self.labels)},
+            "groups": {lab: table[:, j].tolist() for j, lab in enumerate(self.labels or ())},
         }
 
 
-def _iterate(dataset, n: int, bar):
+def _iterate(dataset: Iterable, n: int, bar: Any) -> Iterator[tuple[Any, Any]]:
     """The first ``n`` samples of ``dataset``, advancing the bar as they are read."""
     for x, y in itertools.islice(dataset, n):
         yield x, y
@@ -82,8 +85,9 @@ def _iterate(dataset, n: int, bar):
             bar.update(1)
 
 
-def run_model(key, spec, model, dataset, n, var_y, every, progress=True, record_weights=False,
-              width=28):
+def run_model(key: str, spec: Any, model: Any, dataset: Iterable, n: int, var_y: float,
+              every: int, progress: bool = True, record_weights: bool = False,
+              width: int = 28) -> Run:
     """Progressive validation of ``model`` on the first ``n`` samples of ``dataset``."""
     # the metrics (river's among them) and the progress bar load when a model runs, not for
     # `river-doebe --help` or `list`

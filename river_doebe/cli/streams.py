@@ -7,7 +7,10 @@ from __future__ import annotations
 import contextlib
 import csv
 import math
+import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +23,9 @@ __all__ = ["MIN_FITTED_WARMUP", "CSVStream", "fitted_warmup", "is_generated", "l
 MIN_FITTED_WARMUP = 50
 
 
-def load_stream(name: str, data_dir=None, n: int | None = None):
+def load_stream(
+    name: str, data_dir: str | os.PathLike | None = None, n: int | None = None
+) -> tuple[str, Any, int, float]:
     """The dataset ``name`` (``datasets.load``), its length after truncation to ``n``, and the
     variance of its targets. Generated streams are generated with ``n_samples=n``."""
     # river's datasets take a third of a second to import: not for `river-doebe --help`
@@ -66,7 +71,7 @@ def is_generated(key: str) -> bool:
 
 
 @contextlib.contextmanager
-def _csv_rows(path: Path, **kwargs):
+def _csv_rows(path: Path, **kwargs: Any) -> Iterator[Iterator[tuple[dict, Any]]]:
     """river's ``stream.iter_csv`` over ``path``, on a file opened (and closed, however the
     iteration ends) here: river closes a file it opened only when its rows run out, so a
     stream cut at ``--n`` left it to the garbage collector and a ``ResourceWarning`` under
@@ -103,7 +108,7 @@ class CSVStream:
                 yield {k: float(x[k]) for k in features if x[k] and x[k].strip()}, float(y)
 
 
-def _csv_number(value, column: str, row: int, name: str, is_target: bool) -> float | None:
+def _csv_number(value: Any, column: str, row: int, name: str, is_target: bool) -> float | None:
     if value is None or not value.strip():
         if is_target:
             raise CLIError(
@@ -131,7 +136,9 @@ def _csv_number(value, column: str, row: int, name: str, is_target: bool) -> flo
     return number
 
 
-def load_csv(path, target: str, drop=(), n: int | None = None):
+def load_csv(
+    path: str | os.PathLike, target: str, drop: Iterable[str] = (), n: int | None = None
+) -> tuple[str, Any, int, float]:
     """A user's CSV file as a stream: the counterpart of `load_stream`.
 
     The file is read once here, through river's ``stream.iter_csv``: the ``target`` column and
@@ -158,13 +165,16 @@ def load_csv(path, target: str, drop=(), n: int | None = None):
     return path.name, CSVStream(path, target, features, drop, empty), len(ys), var_y
 
 
-def _check_rows(rows, name: str, target: str, drop: list, n: int | None, ys: list):
+def _check_rows(
+    rows: Iterable[tuple[dict, Any]], name: str, target: str, drop: list, n: int | None, ys: list
+) -> tuple[list[str], tuple[int, str, int] | None]:
     """Check the rows of `load_csv`, their targets appended to ``ys``. Returns the feature
     columns and ``(count, column, row)`` of the empty feature cells (the first one's column and
     row), or ``None`` if there are none."""
     columns: list[str] | None = None
     features: list[str] = []
-    n_empty, first_empty = 0, None
+    n_empty = 0
+    first_empty: tuple[str, int] | None = None
     for row, (x, _) in enumerate(rows, start=1):
         if columns is None:
             columns = list(x)
@@ -193,7 +203,7 @@ def _check_rows(rows, name: str, target: str, drop: list, n: int | None, ys: lis
         ys.append(_csv_number(x[target], target, row, name, is_target=True))
         if n is not None and len(ys) >= n:
             break
-    return features, ((n_empty, *first_empty) if n_empty else None)
+    return features, ((n_empty, *first_empty) if first_empty is not None else None)
 
 
 def fitted_warmup(default: int, n: int) -> int:

@@ -21,6 +21,8 @@ import pathlib
 import textwrap
 import warnings
 import zipfile
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 from river.datasets import base
@@ -68,7 +70,7 @@ def generic_names(d: int) -> tuple[str, ...]:
     return tuple(f"x{j:0{width}d}" for j in range(d))
 
 
-def check_n_samples(n_samples) -> None:
+def check_n_samples(n_samples: Any) -> None:
     if int(n_samples) != n_samples or n_samples < 1:
         raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
 
@@ -86,7 +88,7 @@ def _how_to_supply(filename: str) -> str:
     )
 
 
-def data_dir(directory=None) -> pathlib.Path:
+def data_dir(directory: str | os.PathLike | None = None) -> pathlib.Path:
     """Resolve the folder that holds the ``.npz`` data files.
 
     The folder is ``directory`` when it is given; otherwise the value of the environment variable
@@ -139,7 +141,9 @@ def data_dir(directory=None) -> pathlib.Path:
     return path
 
 
-def _find_file(filename: str, directory=None, hint: str = "") -> pathlib.Path:
+def _find_file(
+    filename: str, directory: str | os.PathLike | None = None, hint: str = ""
+) -> pathlib.Path:
     """Return the path of ``filename``, or raise a FileNotFoundError naming every place looked."""
     hint = f" {hint}" if hint else ""
     if directory is not None:
@@ -200,7 +204,9 @@ def _section(title: str, body: str) -> str:
     return f"{title}\n{'-' * len(title)}\n{body}"
 
 
-def build_docstring(text: str, parameters=(), examples: str = "", references=()) -> str:
+def build_docstring(
+    text: str, parameters: Iterable = (), examples: str = "", references: Iterable[str] = ()
+) -> str:
     """A dataset's docstring: ``text`` (summary and description), then the Parameters,
     Examples and References sections.
 
@@ -338,7 +344,7 @@ class NpzDataset(ArrayStream, base.Dataset):
     _names: tuple[str, ...] | None = None
     _hint: str = ""
 
-    _doc_parameters = ("directory",)
+    _doc_parameters: tuple = ("directory",)
     _doc_call: str | None = None
     _doc_shape: tuple[int, int] | None = None
 

@@ -9,6 +9,8 @@ keys'. Its docstring is completed by :mod:`river_doebe.datasets.base`.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -149,7 +151,7 @@ class KeyedDrift(GeneratedDataset):
         signal = np.einsum("tk,tk->t", coef, features) / math.sqrt(K)
         return draw["offset"] + draw["amplitude"] * signal
 
-    def function(self, key: str):
+    def function(self, key: str) -> Callable[[Any, Any], np.ndarray]:
         """Key ``key``'s noise-free function ``f(t, X)``: its target at its own time index
         ``t`` (an int, or an array with one per row) for the inputs ``X`` of shape
         ``(n, n_features)``."""
@@ -158,14 +160,14 @@ class KeyedDrift(GeneratedDataset):
         draw = self._key_draw(k, m)
         coef = self._coefficients(draw, m)
 
-        def f(t, X):
+        def f(t: Any, X: Any) -> np.ndarray:
             X = np.atleast_2d(np.asarray(X, dtype=np.float64))
             t = np.broadcast_to(np.asarray(t), (X.shape[0],))
             return self._evaluate(draw, coef[t], X)
 
         return f
 
-    def _index(self, key) -> int:
+    def _index(self, key: str) -> int:
         try:
             return self._keys.index(key)
         except ValueError:

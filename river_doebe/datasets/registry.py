@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from typing import Any
+
 from river_doebe.datasets.base import data_dir
 from river_doebe.datasets.files import (
     UCI,
@@ -45,11 +48,11 @@ GENERATED_NAMES = tuple(_GENERATED)
 PAPER_NAMES = ("friedman1", "friedman2", "elevators", "sarcos", "kuka1", "cadata", "cpusmall")
 
 
-def _normalise(name) -> str:
+def _normalise(name: object) -> str:
     return str(name).strip().lower().replace("-", "_").replace(" ", "_")
 
 
-def load(name, directory=None, **kwargs):
+def load(name: str, directory: str | os.PathLike | None = None, **kwargs: Any) -> Any:
     """Return the dataset registered under ``name``.
 
     Parameters
@@ -91,7 +94,7 @@ def load(name, directory=None, **kwargs):
     raise ValueError(f"Unknown dataset {name!r}. Valid names: {', '.join(NAMES)}.")
 
 
-def available(directory=None) -> tuple[str, ...]:
+def available(directory: str | os.PathLike | None = None) -> tuple[str, ...]:
     """Return the names of `NAMES` that can be loaded now: generated ones, and those whose file
     is in the data folder (see `data_dir`; none when no folder is configured).
 

@@ -1,48 +1,52 @@
-"""One shard: the models of the keys that hash to it, in one process (a Ray actor).
+"""One shard: the models of the keys placed on it, in one process (a Ray actor).
 
 :class:`Shard` is plain Python, wrapped as a Ray actor by :class:`~river_doebe.distributed.
-KeyedModels` (``ray.remote(Shard)``), so it can be read and tested without Ray. A batch arrives
-as three lists (canonical keys, feature dicts, targets) in the input order; the shard groups the
-rows by key, keeping each key's rows in order, and feeds each key's rows to its model at once:
-``predict_learn_many`` / ``learn_many`` for this library's models (bit for bit ``predict_one``
-then ``learn_one`` row by row), ``predict_one`` (a classifier: ``predict_proba_one``) then
-``learn_one`` row by row for any other river estimator. Keys are independent, so the order in
-which a batch's keys are taken changes nothing.
+KeyedModels` (``ray.remote(Shard)``), so it can be read and tested without Ray.
 
-A model that refuses a row (say :class:`river_doebe.engine.FilterError`) stops the shard's part
-of the call there: the error comes back as a value naming the key, and the shard skips the rest
-of that call (the rows of its earlier keys are learnt, as ``learn_many`` leaves the rows before
-a refused one).
+The driver sends a shard numbered *parts*: ``apply(seq, data, want, with_dist)``, where
+``data`` is a part's rows frozen by the driver (the pickle of three lists: canonical keys,
+feature dicts, targets, in input order) and ``seq`` its sequence number on this shard. The shard
+applies part ``seq`` only if it is the next one (``seq == self.seq + 1``):
+
+- a part it has applied already (a retry, or a replay of a part its state holds) is skipped and
+  answered ``("duplicate", seq, result)``, with the result it gave then if it still has it;
+- a part that comes too early is refused, ``("gap", self.seq)``: the driver rebuilds the shard.
+
+So a part is applied at most once, and in order. Applying groups the rows by key, keeping each
+key's rows in order, and feeds each key's rows to its model at once: ``predict_learn_many`` /
+``learn_many`` for this library's models (bit for bit ``predict_one`` then ``learn_one`` row by
+row), ``predict_one`` (a classifier: ``predict_proba_one``) then ``learn_one`` row by row for any
+other river estimator. Keys are independent, so the order in which a part's keys are taken
+changes nothing.
+
+A model that refuses a row (say :class:`river_doebe.engine.FilterError`) stops the part there:
+the shard answers ``("refused", key, error)`` and, as the keys before it have learnt their rows,
+it refuses every later part (``("broken", seq)``) until :meth:`load` resets it: the driver
+rebuilds it from its own copy of the state.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import pickle
-import tempfile
 
 from river_doebe._compat import is_classifier
 
-__all__ = ["Shard", "atomic_write"]
+__all__ = ["Shard", "dumps"]
+
+#: how many answers of applied parts a shard keeps for a retry of the same part
+KEEP_RESULTS = 16
 
 
-def atomic_write(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that a reader sees the old file or the new one, never a
-    part: a temporary file in the same folder, flushed to disk, then renamed over ``path``
-    (``os.replace`` is atomic within a file system)."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".part")
+def dumps(obj) -> bytes:
+    """``obj`` pickled: the standard pickler, or Ray's cloudpickle for what it cannot take (a
+    class defined in ``__main__`` or in a notebook, a lambda in a pipeline)."""
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, AttributeError, TypeError):
+        from ray import cloudpickle
+
+        return cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _predictor(model, with_dist: bool):
@@ -66,6 +70,25 @@ def _group(keys) -> dict:
     return groups
 
 
+def _portable(err: BaseException) -> BaseException:
+    """``err`` if it pickles (to travel back to the driver), else a RuntimeError with its
+    text."""
+    try:
+        pickle.loads(pickle.dumps(err))
+        return err
+    except Exception:
+        return RuntimeError(f"{type(err).__name__}: {err}")
+
+
+def _node_id():
+    try:
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
+    except Exception:  # outside Ray (a test of the plain class)
+        return None
+
+
 class Shard:
     """The models of one shard: ``{key: template.clone()}``, created at a key's first row.
 
@@ -81,10 +104,11 @@ class Shard:
     """
 
     def __init__(self, template, index: int, threads: int | None = 1):
-        if threads is not None:
-            import river_doebe
+        import river_doebe
 
+        if threads is not None:
             river_doebe.set_num_threads(threads)
+        self._threads = river_doebe.get_num_threads
         if isinstance(template, bytes):
             # unpickled here, not by Ray: Ray hands NumPy arrays over read-only (zero copy
             # from its object store), and a model's arrays must be writable
@@ -92,25 +116,33 @@ class Shard:
         self.template = template
         self.index = index
         self.models: dict = {}
+        self.rows: dict = {}  # rows learnt per key
         self.rows_learnt = 0
-        self._failed_call = None
+        self.seq = 0
+        self.broken = None
+        self._results: dict = {}
 
-    def ready(self) -> int:
-        return self.index
+    def ready(self) -> dict:
+        """Where the shard runs: its index, Ray node, process and library threads."""
+        return {
+            "shard": self.index,
+            "node": _node_id(),
+            "pid": os.getpid(),
+            "threads": self._threads(),
+        }
 
-    # ------------------------------------------------------------------ batches
-    def predict_learn(self, call, keys, X, y, with_dist: bool = False):
-        """``("ok", predictions)`` in the batch's row order, or ``("error", key, exception)``
-        (``("skipped",)`` for a later batch of a call that failed here)."""
-        return self._run(call, keys, X, y, with_dist, want=True)
-
-    def learn(self, call, keys, X, y):
-        """As :meth:`predict_learn`, without predictions."""
-        return self._run(call, keys, X, y, False, want=False)
-
-    def _run(self, call, keys, X, y, with_dist, want):
-        if call is not None and call == self._failed_call:
-            return ("skipped",)
+    # ------------------------------------------------------------------ parts
+    def apply(self, seq: int, data, want: bool = False, with_dist: bool = False):
+        """Apply part ``seq`` (see the module's docstring). ``("ok", predictions)`` (in the
+        part's row order; ``None`` unless ``want``), ``("duplicate", seq, answer)``,
+        ``("gap", last_seq)``, ``("refused", key, error)`` or ``("broken", seq)``."""
+        if seq <= self.seq:
+            return ("duplicate", seq, self._results.get(seq))
+        if seq != self.seq + 1:
+            return ("gap", self.seq)
+        if self.broken is not None:
+            return ("broken", self.broken)
+        keys, X, y = pickle.loads(data) if isinstance(data, bytes) else data
         out = [None] * len(keys) if want else None
         for key, rows in _group(keys).items():
             model = self.models.get(key)
@@ -122,13 +154,19 @@ class Shard:
             try:
                 preds = self._feed(model, xs, ys, with_dist, want)
             except Exception as err:  # reported to the driver, which names the key
-                self._failed_call = call
-                return ("error", key, err)
+                self.broken = seq
+                return ("refused", key, _portable(err))
+            self.rows[key] = self.rows.get(key, 0) + len(rows)
             self.rows_learnt += len(rows)
             if want:
                 for i, p in zip(rows, preds, strict=True):
                     out[i] = p
-        return ("ok", out)
+        self.seq = seq
+        answer = ("ok", out)
+        if want:
+            self._results[seq] = answer
+            self._results.pop(seq - KEEP_RESULTS, None)
+        return answer
 
     @staticmethod
     def _feed(model, xs, ys, with_dist, want):
@@ -146,78 +184,61 @@ class Shard:
             model.learn_one(x, target)
         return out
 
-    def predict(self, keys, X, with_dist: bool = False):
-        """``("ok", predictions)`` without learning; a key the shard has not seen gets a fresh
-        clone of the template's prediction (and is not created)."""
+    def predict(self, data, with_dist: bool = False):
+        """``("ok", predictions)`` of the rows ``data`` (the pickle of keys and feature dicts)
+        without learning; a key the shard has not seen gets the untrained template's
+        prediction (and is not created)."""
+        keys, X = pickle.loads(data) if isinstance(data, bytes) else data
+        fresh: dict = {}
         out = []
         for key, x in zip(keys, X, strict=True):
             model = self.models.get(key)
             if model is None:
-                model = self.template.clone()
+                model = fresh.get(key)
+                if model is None:
+                    model = fresh[key] = self.template.clone()
             out.append(_predictor(model, with_dist)(x))
         return ("ok", out)
 
     def warm(self, X, y) -> None:
         """Feed ``X, y`` to a throwaway clone of the template: the process loads the compiled
         kernels now (Numba reads its disk cache once per process) rather than in the first
-        real batch."""
+        real part."""
         self._feed(self.template.clone(), X, y, False, want=True)
 
-    def replay(self, batches) -> int:
-        """Learn logged batches ``[(keys, X, y), ...]`` in order (a recovery); returns the rows
-        learnt."""
-        n = 0
-        for keys, X, y in batches:
-            status = self._run(None, keys, X, y, False, want=False)
-            if status[0] != "ok":
-                raise RuntimeError(
-                    f"replaying shard {self.index}'s log failed at key {status[1]!r}: {status[2]!r}"
-                ) from status[2]
-            n += len(keys)
-        return n
-
     # ------------------------------------------------------------------ state
-    def _payload(self) -> bytes:
-        return pickle.dumps(
-            {"models": self.models, "rows_learnt": self.rows_learnt},
-            protocol=pickle.HIGHEST_PROTOCOL,
-        )
-
     def dump(self):
-        """The pickled models and the number of keys (an in-memory snapshot)."""
-        return self._payload(), len(self.models)
-
-    def write(self, folder: str, filename: str) -> dict:
-        """Write the pickled models to ``folder/filename`` atomically; what the manifest
-        records of it."""
-        data = self._payload()
-        atomic_write(os.path.join(folder, filename), data)
-        return {
-            "file": filename,
+        """The shard's state pickled, and what it is: ``(payload, info)``, ``info`` with the
+        sequence number of the last part applied, the keys, rows learnt and bytes. (The
+        driver calls it with two returns, so that it can keep the payload where it is.)"""
+        if self.broken is not None:
+            raise RuntimeError(f"shard {self.index} refused part {self.broken}: reload it first")
+        data = dumps({"models": self.models, "rows": self.rows})
+        info = {
+            "seq": self.seq,
             "n_keys": len(self.models),
             "rows_learnt": self.rows_learnt,
             "bytes": len(data),
-            "sha256": hashlib.sha256(data).hexdigest(),
         }
+        return data, info
 
-    def load(self, source, sha256: str | None = None) -> int:
-        """Replace the models by a snapshot: ``None`` (empty), the bytes of :meth:`dump` or the
-        path of a file of :meth:`write` (checked against ``sha256`` when given); returns the
-        number of keys."""
-        if source is None:
-            self.models, self.rows_learnt = {}, 0
-            return 0
-        if isinstance(source, str):
-            with open(source, "rb") as fh:
-                data = fh.read()
-            if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
-                raise ValueError(f"{source!r} does not match its checksum in the manifest")
+    def load(self, data, seq: int = 0, list_keys: bool = False) -> dict:
+        """Replace the state by a payload of :meth:`dump` (``None``: empty) whose last part was
+        ``seq``; what it holds (and its keys with ``list_keys``), and where the shard runs."""
+        if data is None:
+            models, rows = {}, {}
         else:
-            data = source
-        state = pickle.loads(data)
-        self.models, self.rows_learnt = state["models"], state["rows_learnt"]
-        self._failed_call = None
-        return len(self.models)
+            state = pickle.loads(data)
+            models, rows = state["models"], state["rows"]
+        self.models, self.rows = models, rows
+        self.rows_learnt = sum(rows.values())
+        self.seq = seq
+        self.broken = None
+        self._results = {}
+        info = {**self.ready(), "n_keys": len(models), "rows_learnt": self.rows_learnt}
+        if list_keys:
+            info["keys"] = list(models)
+        return info
 
     # ------------------------------------------------------------------ views
     def keys(self) -> list:
@@ -229,14 +250,18 @@ class Shard:
     def model(self, key) -> bytes | None:
         """``key``'s model pickled (unpickled by the caller into writable arrays), or None."""
         model = self.models.get(key)
-        return None if model is None else pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL)
+        return None if model is None else dumps(model)
 
     def memory(self) -> dict:
-        """The shard's keys, rows learnt and the size of its models pickled (what a snapshot
-        or a checkpoint holds; the process's own memory is more)."""
+        """The shard's keys, rows learnt, the size of its models pickled (what a snapshot or a
+        checkpoint holds; the process's own memory is more), its last part, its library threads
+        and its Ray node."""
         return {
             "shard": self.index,
             "n_keys": len(self.models),
             "rows_learnt": self.rows_learnt,
-            "model_bytes": len(self._payload()),
+            "model_bytes": len(dumps({"models": self.models, "rows": self.rows})),
+            "seq": self.seq,
+            "threads": self._threads(),
+            "node": _node_id(),
         }

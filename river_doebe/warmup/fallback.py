@@ -59,6 +59,24 @@ _UNSET = np.iinfo(np.int64).min
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
+#: from this many inputs the linear member solves the smaller of its two systems on one BLAS
+#: thread (see Fallback._wide_posterior); below, its numbers are those of the D x D form as ever
+WIDE = 64
+
+_BLAS = None
+
+
+def _one_blas_thread():
+    """A context with BLAS on one thread (a controller built once: ``threadpool_limits`` looks
+    the libraries up again on every call, about a millisecond)."""
+    global _BLAS
+    if _BLAS is None:
+        import scipy.linalg  # noqa: F401 - its BLAS (its own build, in wheels) must be loaded
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS = ThreadpoolController()
+    return _BLAS.limit(limits=1, user_api="blas")
+
 
 class _Moments:
     """Running means and (co)variances of the inputs, and of a real target, at any scale."""
@@ -287,14 +305,61 @@ class Fallback:
             if not sy > CONSTANT * abs(mo.my):
                 sy = 1.0
             ve = min(max(self._sq_err / self._n_err, 1e-3), 1.0) if self._n_err else 1.0
-            A = mo.Cxx * np.outer(inv, inv) / ve
-            A[np.diag_indices_from(A)] += 1.0
-            b = mo.cxy * inv / (sy * ve)
-            self._post = (sy, ve, np.linalg.cholesky(A), np.linalg.solve(A, b))
+            if inv.shape[0] < WIDE:
+                A = mo.Cxx * np.outer(inv, inv) / ve
+                A[np.diag_indices_from(A)] += 1.0
+                b = mo.cxy * inv / (sy * ve)
+                self._post = (sy, ve, np.linalg.cholesky(A), np.linalg.solve(A, b))
+            else:
+                with _one_blas_thread():
+                    self._post = self._wide_posterior(inv, sy, ve)
+        if len(self._post) == 3:
+            return self._wide_predictive(z)
         sy, ve, chol, w = self._post
         u = mo.standardise(z)
         h = np.linalg.solve(chol, u)
         return mo.my + sy * float(u @ w), sy * sy * (float(h @ h) + ve)
+
+    # Wide inputs (D >= WIDE): the posterior of the weights, A = I + U'U / ve with U the n x D
+    # centred, standardised window, costs O(D^3) a sample in the D x D form above (and its LU
+    # solves); while the window holds fewer samples than about half the inputs, the n x n form
+    # (Woodbury: A^-1 = I - U'(ve I + UU')^-1 U) costs O(n^2 D), linear in D. Either way one
+    # Cholesky factor and triangular solves, on one BLAS thread (a factorisation this size on
+    # several threads of a busy machine waits for them: ten times slower).
+
+    def _wide_posterior(self, inv: np.ndarray, sy: float, ve: float) -> tuple:
+        from scipy import linalg  # wide inputs only: the package loads without scipy.linalg
+
+        mo = self._moments
+        n, D = mo.n, inv.shape[0]
+        if self.keep_window and len(self._y) == n and 2 * n < D:
+            U = mo.standardise(self._X[:n])
+            _, ey = mo.units()
+            yc = np.ldexp(np.asarray(self._y, dtype=np.float64), -ey) - mo.my
+            K = U @ U.T
+            K[np.diag_indices_from(K)] += ve
+            L = linalg.cholesky(K, lower=True, check_finite=False)
+            w = U.T @ linalg.cho_solve((L, True), yc, check_finite=False) / sy
+            return sy, ve, ("dual", U, L, w)
+        A = mo.Cxx * np.outer(inv, inv) / ve
+        A[np.diag_indices_from(A)] += 1.0
+        L = linalg.cholesky(A, lower=True, check_finite=False)
+        w = linalg.cho_solve((L, True), mo.cxy * inv / (sy * ve), check_finite=False)
+        return sy, ve, ("primal", None, L, w)
+
+    def _wide_predictive(self, z: np.ndarray) -> tuple[float, float]:
+        from scipy import linalg
+
+        sy, ve, (form, U, L, w) = self._post
+        u = self._moments.standardise(z)
+        with _one_blas_thread():
+            if form == "dual":
+                g = linalg.solve_triangular(L, U @ u, lower=True, check_finite=False)
+                q = max(float(u @ u) - float(g @ g), 0.0)  # u' A^-1 u
+            else:
+                h = linalg.solve_triangular(L, u, lower=True, check_finite=False)
+                q = float(h @ h)
+        return self._moments.my + sy * float(u @ w), sy * sy * (q + ve)
 
     def _members(self, z: np.ndarray):
         """Both members' predictives for ``z``, cached for the ``learn`` that follows: for

@@ -19,7 +19,10 @@ __all__ = [
     "FAMILIES",
     "FAMILY_NAMES",
     "Family",
+    "WIDE_FAMILIES",
+    "WIDE_INPUTS",
     "check_families",
+    "default_families",
     "derive_seed",
     "family_templates",
     "resolve_families",
@@ -98,8 +101,30 @@ FAMILIES: dict[str, Family] = {
 
 FAMILY_NAMES = tuple(FAMILIES)
 
-#: the paper's Experiment 3 set, what ``EDOEBE()`` uses
+#: the paper's Experiment 3 set, what ``EDOEBE()`` uses on up to ``WIDE_INPUTS`` inputs
 DEFAULT_FAMILIES = ("hsgp", "rff", "rbf")
+
+#: beyond this many inputs the additive HSGP's 100 functions cannot give each input one: its
+#: template then has one per input (``F = D``), which makes every member's covariance ``D x D``
+#: (memory quadratic in the inputs) and leaves each input a single eigenfunction, even about 0
+#: (no linear trend in a centred input)
+WIDE_INPUTS = 100
+
+#: what ``EDOEBE()`` uses on more than ``WIDE_INPUTS`` inputs: the linear family in the HSGP's
+#: place (one weight per input, as river's linear models), RFF and RBF of their fixed sizes
+WIDE_FAMILIES = ("linear", "rff", "rbf")
+
+
+def default_families(n_inputs: int) -> tuple:
+    """The families of ``EDOEBE()`` (``families=None``) for ``n_inputs`` inputs: the paper's set
+    (:data:`DEFAULT_FAMILIES`) up to :data:`WIDE_INPUTS` inputs, :data:`WIDE_FAMILIES` beyond.
+
+    >>> from river_doebe.warmup import default_families
+    >>> default_families(10), default_families(450)
+    (('hsgp', 'rff', 'rbf'), ('linear', 'rff', 'rbf'))
+
+    """
+    return DEFAULT_FAMILIES if n_inputs <= WIDE_INPUTS else WIDE_FAMILIES
 
 
 def family_templates(name: str, n_inputs: int, seed: int | None = None, **options) -> list:
@@ -153,10 +178,11 @@ def check_families(families) -> None:
 
 
 def resolve_families(families, n_inputs: int, seed: int | None = None) -> list:
-    """The basis templates of ``families`` (names and/or templates; ``None``: the default set)."""
+    """The basis templates of ``families`` (names and/or templates; ``None``: the default set for
+    ``n_inputs`` inputs, :func:`default_families`)."""
     check_families(families)
     out = []
-    for f in DEFAULT_FAMILIES if families is None else families:
+    for f in default_families(n_inputs) if families is None else families:
         if isinstance(f, str):
             out.extend(family_templates(f, n_inputs, derive_seed(seed, "template", f)))
         else:

@@ -127,7 +127,10 @@ class Standardizer:
         """Standardise one sample ``(D,)`` or a batch ``(n, D)``; returns only the kept inputs.
         A missing value (NaN) standardises to 0; an input that joined later and whose scale is
         not frozen yet counts as its sign (what its scale, frozen from this value, gives)."""
-        Z = (X[..., self.keep] - self.x_mean) / self.x_scale
+        # a value far beyond its scale (a late input whose first value was subnormal, then 1)
+        # may overflow to inf here: the clip below is what bounds it, so that is not an error
+        with np.errstate(over="ignore"):
+            Z = (X[..., self.keep] - self.x_mean) / self.x_scale
         Z = np.clip(Z, -self.clip, self.clip, out=Z)
         if self.centred is not None:
             unset = np.isnan(self.x_scale)
