@@ -450,3 +450,65 @@ def test_cli_recalibrate_adds_the_recalibrated_row(tmp_path, capsys):
     assert runs[1]["scores"]["CRPS"] == pytest.approx(expected["CRPS"], rel=1e-9)
     with pytest.raises(SystemExit):
         cli.main(["evaluate", "--recalibrate", "--bogus"])
+
+
+# ---------------------------------------------------------------------------------------------
+# The block path
+# ---------------------------------------------------------------------------------------------
+
+
+def _state(model):
+    return (model.alpha_, model.beta_, list(model._shape_v), list(model._loc), list(model._var),
+            model._last, model._step2, list(model._score), model.n_updates_, model.n_outside_)
+
+
+@pytest.mark.parametrize("with_dist", [False, True])
+def test_block_path_equals_the_per_sample_loop_bit_for_bit(with_dist):
+    import pandas as pd
+    from river.datasets import synth
+
+    from river_doebe import EDOEBE
+
+    data = list(synth.Friedman(seed=3).take(460))
+    X, Y = [x for x, _ in data], [y for _, y in data]
+    # a jump after the warm-up puts the location-scale corrections to work as well
+    Y = [y + (40.0 if i >= 300 else 0.0) for i, y in enumerate(Y)]
+    make = lambda: Recalibrated(EDOEBE(n_warmup=100, seed=1, n_samples=2, starts=(1.0,)))  # noqa: E731
+    loop, block, frame = make(), make(), make()
+    expected = []
+    for x, y in zip(X[:400], Y[:400], strict=True):
+        expected.append(loop.predict_one(x, with_dist=with_dist))
+        loop.learn_one(x, y)
+    # a first call across the end of the warm-up, a second one in the middle of a block
+    got = (block.predict_learn_many(X[:150], Y[:150], with_dist=with_dist)
+           + block.predict_learn_many(X[150:400], Y[150:400], with_dist=with_dist))
+    frame.learn_many(pd.DataFrame(X[:400]), pd.Series(Y[:400]))
+    assert loop.n_updates_ == 300
+    assert _state(block) == _state(loop) == _state(frame)
+    for e, g in zip(expected, got, strict=True):
+        if with_dist:
+            assert (e.mu, e.sigma) == (g.mu, g.sigma)
+            assert [e.cdf(q) for q in (-5.0, 0.0, 14.0, 30.0)] == [g.cdf(q) for q in
+                                                                   (-5.0, 0.0, 14.0, 30.0)]
+        else:
+            assert e == g
+    # and the rest of the stream goes on identically
+    for x, y in zip(X[400:], Y[400:], strict=True):
+        a, b = loop.predict_one(x, with_dist=True), block.predict_one(x, with_dist=True)
+        assert (a.mu, a.sigma, a.interval(0.9)) == (b.mu, b.sigma, b.interval(0.9))
+        loop.learn_one(x, y)
+        block.learn_one(x, y)
+    assert _state(block) == _state(loop)
+
+
+def test_block_path_of_a_model_without_one_is_the_loop():
+    sequence = list(jump(300, at=150, size=1e3))
+    loop, block = Recalibrated(Scripted()), Recalibrated(Scripted())
+    expected = []
+    for x, y in sequence:
+        expected.append(loop.predict_one(x))
+        loop.learn_one(x, y)
+    got = block.predict_learn_many([x for x, _ in sequence], [y for _, y in sequence])
+    assert got == expected and _state(block) == _state(loop)
+    with pytest.raises(ValueError, match="row 1"):
+        block.learn_many([{"m": 0.0, "s": 1.0}] * 2, [0.0, math.nan])

@@ -9,8 +9,8 @@ import numbers
 import numpy as np
 from river import base
 from river.conf import Interval
-from scipy.special import ndtr
 
+from river_doebe.conf._kernels import mixture_pit
 from river_doebe.conf.distribution import RecalibratedDistribution
 from river_doebe.distributions import gaussian
 
@@ -27,8 +27,8 @@ _SQRT_HALF = math.sqrt(0.5)
 
 def _pit(dist, y: float) -> tuple[float, float, float]:
     """``(F(y), 1 - F(y), log f(y))`` of a Gaussian or a Gaussian mixture, in one pass over its
-    components (the per-sample path: no checks, the distribution comes from the model; the same
-    arithmetic as ``calibration.cdf_sf`` and the distribution's ``log_pdf``)."""
+    components (the per-sample path: no checks, the distribution comes from the model; a
+    mixture's in one compiled loop, :func:`river_doebe.conf._kernels.mixture_pit`)."""
     weights = getattr(dist, "weights", None)
     if weights is None:
         mu, sigma = float(dist.mu), float(dist.sigma)
@@ -37,14 +37,9 @@ def _pit(dist, y: float) -> tuple[float, float, float]:
         log_f = (float(log_pdf(y)) if log_pdf is not None
                  else -0.5 * z * z - math.log(sigma) - _HALF_LOG_2PI)
         return 0.5 * math.erfc(-z * _SQRT_HALF), 0.5 * math.erfc(z * _SQRT_HALF), log_f
-    variances = dist.variances
-    r = y - dist.means
-    z = r / np.sqrt(variances)
-    with np.errstate(divide="ignore"):  # a weight that underflowed to 0: a -inf term
-        t = np.log(weights) - 0.5 * r * r / variances - 0.5 * np.log(variances) - _HALF_LOG_2PI
-    top = t.max()
-    log_f = float(top + math.log(np.exp(t - top).sum())) if np.isfinite(top) else float(top)
-    return float(weights @ ndtr(z)), float(weights @ ndtr(-z)), log_f
+    return mixture_pit(np.asarray(weights, dtype=np.float64),
+                       np.asarray(dist.means, dtype=np.float64),
+                       np.asarray(dist.variances, dtype=np.float64), float(y))
 
 
 def _check_level(name: str, value) -> float:
@@ -381,13 +376,62 @@ class Recalibrated(base.Wrapper, base.Regressor):
         self._memo = None
         self.regressor.learn_one(x, y, **kwargs)
 
+    def predict_learn_many(self, X, y, with_dist: bool = False) -> list:
+        """For each row of ``X`` (a DataFrame or a list of dicts, in stream order), the
+        prediction made before the row is learnt, then learn it: bit for bit what
+        ``predict_one(x, with_dist=with_dist)`` then ``learn_one(x, y)`` row after row return
+        and leave behind. Once the wrapped model is warm, its rows go through its own
+        ``predict_learn_many`` (this package's block path) when it has one, and the
+        recalibration takes their predictives in order."""
+        return self._many(X, y, with_dist, want=True)
+
+    def learn_many(self, X, y) -> None:
+        """Learn the rows of ``X`` in order, as ``learn_one`` row after row would (bit for
+        bit), the wrapped model's rows in its blocks once it is warm."""
+        self._many(X, y, False, want=False)
+
+    def _many(self, X, y, with_dist: bool, want: bool):
+        is_frame = hasattr(X, "columns")
+        rows = (X.to_dict(orient="records") if is_frame
+                else (X if isinstance(X, list) else list(X)))
+        targets = list(y.tolist() if hasattr(y, "tolist") else y)
+        if len(targets) != len(rows):
+            raise ValueError(f"{len(rows)} rows and {len(targets)} targets")
+        for i, t in enumerate(targets):
+            if isinstance(t, bool) or not isinstance(t, numbers.Real) or not math.isfinite(t):
+                raise ValueError(f"the target of row {i} must be a finite number, got {t!r}")
+        out = []
+        i = 0
+        # the warm-up (the wrapper learns nothing) and a model without a block path: per sample
+        block = getattr(self.regressor, "predict_learn_many", None)
+        while i < len(rows) and (block is None or not getattr(self.regressor, "is_warm", True)):
+            x, t = rows[i], float(targets[i])
+            pred = self.predict_one(x, with_dist=with_dist) if want else None
+            self.learn_one(x, t)
+            out.append(pred)
+            i += 1
+        if i < len(rows):
+            # warm for good: the wrapped model predicts then learns in blocks, and each of its
+            # predictives, made before its row was learnt, is mapped then learnt in order
+            rest = rows[i:] if not is_frame else X.iloc[i:]
+            ys = [float(t) for t in targets[i:]]
+            self._memo = None
+            for dist, t in zip(block(rest, ys, with_dist=True), ys, strict=True):
+                if want:
+                    out.append(self._recalibrate(dist) if with_dist else float(dist.mu))
+                if not self._is_point_mass(dist):
+                    self._update(dist, t)
+        return out if want else None
+
     def _update(self, dist, y: float) -> None:
         """The conformal steps and the corrections' statistics, from the prediction made
         before ``y`` was seen."""
         base = self._base(dist)
-        f, sf, log_f = _pit(base, y)
+        # the wrapped predictive's PIT and log density in one pass; a correction's Gaussian
+        # only adds its own PIT
+        f, sf, log_f = _pit(dist, y)
         if base is not dist:
-            log_f = _pit(dist, y)[2]
+            f, sf = _pit(base, y)[:2]
         ku, kp = self._knots()
         below_p = float(np.interp(f, ku, kp))
         above_p = float(np.interp(sf, 1.0 - ku[::-1], 1.0 - kp[::-1]))
