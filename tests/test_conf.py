@@ -335,6 +335,8 @@ def test_recalibrated_distribution_is_proper(G):
     mid = 0.5 * (ends[1:-1][:-1] + ends[1:-1][1:]) if G._kinks().size > 1 else G.quantile(
         np.array([0.3, 0.6]))
     for x in np.atleast_1d(mid):
+        if np.isin(x, G._kinks()):  # a quantile that falls on the one kink: no derivative there
+            continue
         h = min(1e-5 * float(G._parts.s.min()),
                 1e-3 * float(np.abs(np.append(G._kinks(), np.inf) - x).min()))
         slope = (G.cdf(x + h) - G.cdf(x - h)) / (2.0 * h)
