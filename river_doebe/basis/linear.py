@@ -11,10 +11,12 @@ from river_doebe.kernels.jit import stack_kernel
 __all__ = ["Linear"]
 
 
-def _linear(Z, Phi, rows, bias):
+def _linear(Z, Phi, rows, active, bias):
     B, D = Z.shape
     for k in numba.prange(rows.shape[0]):
         r = rows[k]
+        if not active[r]:
+            continue
         for t in range(B):
             for d in range(D):
                 Phi[r, t, d] = Z[t, d]
