@@ -385,9 +385,10 @@ class Recalibrated(base.Wrapper, base.Regressor):
         recalibration takes their predictives in order."""
         return self._many(X, y, with_dist, want=True)
 
-    def learn_many(self, X, y) -> None:
+    def learn_many(self, X, y, **kwargs) -> None:
         """Learn the rows of ``X`` in order, as ``learn_one`` row after row would (bit for
-        bit), the wrapped model's rows in its blocks once it is warm."""
+        bit), the wrapped model's rows in its blocks once it is warm. (Keyword arguments are
+        accepted, as river asks of a wrapper's methods, and not used, as by ``learn_one``.)"""
         self._many(X, y, False, want=False)
 
     def _many(self, X, y, with_dist: bool, want: bool):
