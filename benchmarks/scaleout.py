@@ -441,6 +441,9 @@ def main(argv=None) -> dict:
     parser.add_argument(
         "--only", choices=["all", "scaling", "state"], default="all", help="sections to run"
     )
+    parser.add_argument(
+        "--templates", default="dobe,edoebe", help="the templates of the scaling rows: dobe, edoebe"
+    )
     parser.add_argument("--tiny", action="store_true", help="a seconds-long run of the pipeline")
     parser.add_argument("--out", type=Path, default=HERE / "results")
     args = parser.parse_args(argv)
@@ -465,9 +468,13 @@ def main(argv=None) -> dict:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
+            chosen = {DOBE_NAME: "dobe", EDOEBE_NAME: "edoebe"}
+            wanted = {t.strip() for t in args.templates.split(",")}
             for name, (template, n_keys, n_samples) in templates(args).items():
                 if args.only == "state":
                     break
+                if chosen[name] not in wanted:
+                    continue
                 # compile (or load) the kernels in this process first, untimed
                 feed_dict(template, [(["warm"] * len(X), X, y) for X, y in [warm_rows(template)]])
                 results[name] = run_template(name, template, n_keys, n_samples, args, cores)
