@@ -280,26 +280,12 @@ def run_template(name, template, n_keys, n_samples, args, cores):
     }
 
 
-def kill_dead(actor) -> None:
-    """``ray.kill`` the actor and wait until it is dead (the kill travels through Ray's control
-    plane: a call sent just after it may still reach the old actor)."""
-    import ray
-
-    ray.kill(actor)
-    for _ in range(400):
-        try:
-            ray.get(actor.ready.remote(), timeout=60)
-        except ray.exceptions.RayActorError:
-            return
-        time.sleep(0.05)
-    raise RuntimeError("the killed actor did not die")
-
-
 def state_sizes(args) -> list[dict]:
     """Checkpoint, restore and recovery times against the state's size (DOBE keys, 2 shards)."""
     import tempfile
 
     from river_doebe.distributed import KeyedModels
+    from river_doebe.distributed.shard import kill_and_wait
 
     template = templates(args)[DOBE_NAME][0]
     warm_up = warm_rows(template)
@@ -319,11 +305,11 @@ def state_sizes(args) -> list[dict]:
                 state_bytes = sum(s["bytes"] for s in manifest["shards"])
                 # a key of shard 0: a call on it finds the shard dead and rebuilds it
                 i = next(i for i, k in enumerate(keys) if keyed.shard_of(k) == 0)
-                kill_dead(keyed.shards[0])
+                kill_and_wait(keyed.shards[0])
                 keyed.learn_many(keys[i : i + 1], X[i : i + 1], y[i : i + 1])
                 base_only = [r for r in keyed.recoveries if r["shard"] == 0][-1]
                 keyed.learn_many(more_keys, more_X, more_y)
-                kill_dead(keyed.shards[0])
+                kill_and_wait(keyed.shards[0])
                 keyed.learn_many(keys[i : i + 1], X[i : i + 1], y[i : i + 1])
                 with_log = [r for r in keyed.recoveries if r["shard"] == 0][-1]
             finally:
@@ -455,6 +441,9 @@ def main(argv=None) -> dict:
     parser.add_argument(
         "--only", choices=["all", "scaling", "state"], default="all", help="sections to run"
     )
+    parser.add_argument(
+        "--templates", default="dobe,edoebe", help="the templates of the scaling rows: dobe, edoebe"
+    )
     parser.add_argument("--tiny", action="store_true", help="a seconds-long run of the pipeline")
     parser.add_argument("--out", type=Path, default=HERE / "results")
     args = parser.parse_args(argv)
@@ -479,9 +468,13 @@ def main(argv=None) -> dict:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
+            chosen = {DOBE_NAME: "dobe", EDOEBE_NAME: "edoebe"}
+            wanted = {t.strip() for t in args.templates.split(",")}
             for name, (template, n_keys, n_samples) in templates(args).items():
                 if args.only == "state":
                     break
+                if chosen[name] not in wanted:
+                    continue
                 # compile (or load) the kernels in this process first, untimed
                 feed_dict(template, [(["warm"] * len(X), X, y) for X, y in [warm_rows(template)]])
                 results[name] = run_template(name, template, n_keys, n_samples, args, cores)

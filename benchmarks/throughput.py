@@ -35,7 +35,8 @@ Rows and targets (ratios within one run):
   benchmark (a Python busy loop each, started by the script, ended by it whatever happens and
   bounded by a deadline of their own): the 90-member ensemble and ``EDOEBE()`` after its
   warm-up (fitted once, then loaded from its pickle for each run), per sample and in blocks, on
-  1 thread and with the default threads (target: default >= 0.8x one thread), and the
+  1 thread and with the default threads, the two models taking turns on the stream in
+  segments of 200 samples or one block (target: default >= 0.8x one thread), and the
   warm-up on 1 thread and on all (target: not slower than one thread). The machine's own load
   before the busy processes start is written beside them. ``--only-busy`` measures these rows
   alone and puts them into an existing results file, keeping its other rows;
@@ -313,33 +314,56 @@ def busy_machine(n: int = 2, deadline: float = HOG_DEADLINE):
                 hog.wait()
 
 
+#: samples (per sample) or blocks (block path) a model runs before the other takes its turn
+SEGMENT = {"sample": 200, "block": 1}
+
+
+def _close_call(model) -> None:
+    """End the timing of the model's last call at the end of its segment (else its stack
+    would count the other model's segment as part of that call)."""
+    engine = getattr(model, "_engine", None)
+    if engine is not None and hasattr(engine, "_pace"):
+        engine._pace.stop()
+
+
 def _rate_pairs(runs: dict, repeats: int) -> dict:
     """Each run of ``runs`` (``name: (make, path, data)``) on 1 thread and with the default
-    threads, the runs interleaved, best of ``repeats`` each, and their ratio."""
+    threads, side by side: two fresh models take turns on the stream, a segment each
+    (:data:`SEGMENT`; which one goes first alternates), so that both meet the same machine,
+    whose speed beside busy processes changes from one second to the next. The ratio is of the
+    two models' total times over ``repeats`` such runs."""
     rows = {}
     for _ in range(repeats):
         for name, (make, path, data) in runs.items():
-            for label, n_threads in (("1 thread", 1), ("default threads", ALL)):
-                with river_doebe.num_threads(n_threads):
-                    model = make()
-                    start = time.perf_counter()
-                    stream(model, data, path)
-                    seconds = time.perf_counter() - start
-                row = rows.setdefault(name, {"path": path, "samples": len(data)})
+            models = {"1 thread": (make(), 1), "default threads": (make(), ALL)}
+            seconds = dict.fromkeys(models, 0.0)
+            step = SEGMENT[path] * (1 if path == "sample" else BLOCK)
+            for k, i in enumerate(range(0, len(data), step)):
+                segment = data[i:i + step]
+                order = list(models) if k % 2 == 0 else list(models)[::-1]
+                for label in order:
+                    model, n_threads = models[label]
+                    with river_doebe.num_threads(n_threads):
+                        start = time.perf_counter()
+                        stream(model, segment, path)
+                        seconds[label] += time.perf_counter() - start
+                        _close_call(model)
+            row = rows.setdefault(name, {"path": path, "samples": len(data),
+                                         "segment": step})
+            for label, (model, _) in models.items():
                 entry = row.setdefault(label, {"seconds_all": [], "parallel_share_all": []})
-                entry["seconds_all"].append(seconds)
+                entry["seconds_all"].append(seconds[label])
                 entry["parallel_share_all"].append(_merge_share(parallel_share(model, path)))
             print(f"  busy {name}: " + ", ".join(
-                f"{label} {len(data) / rows[name][label]['seconds_all'][-1]:.0f}/s"
-                for label in ("1 thread", "default threads")) + f" (load {_load()[0]:.1f})",
-                flush=True)
+                f"{label} {len(data) / seconds[label]:.0f}/s" for label in models)
+                + f" (load {_load()[0]:.1f})", flush=True)
     for row in rows.values():
         for label in ("1 thread", "default threads"):
             entry = row[label]
-            entry["seconds_best"] = min(entry["seconds_all"])
-            entry["samples_per_second"] = row["samples"] / entry["seconds_best"]
-        row["default / 1 thread"] = (row["default threads"]["samples_per_second"]
-                                     / row["1 thread"]["samples_per_second"])
+            entry["seconds_total"] = sum(entry["seconds_all"])
+            entry["samples_per_second"] = row["samples"] * repeats / entry["seconds_total"]
+        row["default / 1 thread"] = (row["1 thread"]["seconds_total"]
+                                     / row["default threads"]["seconds_total"])
     return rows
 
 
@@ -359,6 +383,10 @@ def busy_rows(n: int, repeats: int) -> dict:
                                                    data[1000:]),
         "EDOEBE() after its warm-up, blocks": (lambda: pickle.loads(blob), "block", data[1000:]),
     }
+    for make, path, rows in runs.values():  # compile every kernel (both twins) untimed
+        for n_threads in (1, FORCED):
+            with river_doebe.num_threads(n_threads):
+                stream(make(), rows[:2 * BLOCK], path)
     load_before = _load()
     started = datetime.datetime.now().isoformat(timespec="seconds")
     with busy_machine(2) as hogs:

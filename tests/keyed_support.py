@@ -174,15 +174,7 @@ def plain(flag: str = ""):
 
 
 def kill(actor) -> None:
-    """``ray.kill`` the actor and wait until it is dead (the kill travels through Ray's control
-    plane: a task sent just after it may still run)."""
-    import ray
+    """``ray.kill`` the actor and wait until it is dead."""
+    from river_doebe.distributed.shard import kill_and_wait
 
-    ray.kill(actor)
-    for _ in range(400):
-        try:
-            ray.get(actor.ready.remote(), timeout=60)
-        except ray.exceptions.RayActorError:
-            return
-        time.sleep(0.05)
-    raise AssertionError("the actor did not die")
+    kill_and_wait(actor)

@@ -38,6 +38,7 @@ from keyed_support import (  # noqa: E402
     states,
 )
 
+from river_doebe._schema import check_target  # noqa: E402
 from river_doebe.distributed import KeyedModels, shard_of  # noqa: E402
 from river_doebe.distributed.routing import Placement, canonical_key, encode_key  # noqa: E402
 
@@ -192,6 +193,37 @@ def test_the_shard_of_a_key_is_stable_across_processes_and_hash_seeds():
     # issue 20, 9: an int past Python's decimal digits is encoded by its hexadecimal ones
     assert encode_key(10**5000) == b"x" + format(10**5000, "x").encode()
     assert encode_key(-(2**12999)) == b"i" + str(-(2**12999)).encode()
+
+
+def test_the_checks_of_a_call_take_every_valid_row_and_name_the_first_bad_one():
+    # the usual call is checked in passes over the whole call; a call those passes do not
+    # clear goes row by row: both must accept the same rows and keep the same targets
+    keyed = KeyedModels.__new__(KeyedModels)  # the checks only: no shard is started
+    keyed._strict, keyed._check_y = True, check_target
+    big = 1.5e308  # finite, but two of them sum to infinity
+    keys = ["a", 7, b"k", ("t", 1)]
+    X = [{"x": 1.0}, {"x": big, "z": big}, {}, {"x": -big}]
+    y = [1.0, big, big, 0.5]
+    ckeys, rows, targets = keyed._checked(keys, X, y)
+    assert ckeys == keys and rows == X and targets == y
+    assert keyed._checked(keys, X, np.array(y))[2] == y
+    int_y = keyed._checked(keys, X, [1, 2, 3, 4])[2]
+    assert int_y == [1.0, 2.0, 3.0, 4.0] and all(type(t) is float for t in int_y)
+    for bad, kind, word in [
+        ({"x": float("nan")}, ValueError, "row 2, key b'k'.*'x'"),
+        ({"x": True}, None, None),  # a bool counts as 0/1
+        ({"x": "1"}, TypeError, "row 2, key b'k'.*'x'"),
+    ]:
+        rows = X[:2] + [bad] + X[3:]
+        if kind is None:
+            keyed._checked(keys, rows, y)
+        else:
+            with pytest.raises(kind, match=word):
+                keyed._checked(keys, rows, y)
+    with pytest.raises(ValueError, match="row 3, key .*target"):
+        keyed._checked(keys, X, y[:3] + [float("inf")])
+    with pytest.raises(TypeError, match="float"):
+        keyed._checked(keys[:3] + [2.5], X, y)
 
 
 def test_keys_equal_as_dict_keys_share_a_shard_and_types_are_tagged():

@@ -54,6 +54,7 @@ import threading
 import time
 import uuid
 from collections import deque
+from itertools import chain
 from pathlib import Path
 
 import ray
@@ -81,6 +82,8 @@ BUSY_GRACE = 1.0
 
 #: the value types of the usual row, checked in bulk (anything else: the schema's checks)
 _FLOATS = frozenset({float})
+_DICTS = frozenset({dict})
+_PLAIN_KEYS = frozenset({str, int, bytes})
 
 MANIFEST = "manifest.json"
 FORMAT = 2
@@ -572,14 +575,28 @@ class KeyedModels:
         n = len(rows)
         if len(keys) != n:
             raise ValueError(f"got {len(keys)} keys for {n} rows of features")
-        ckeys = [None] * n
-        for i, key in enumerate(keys):
-            t = type(key)
-            # only an exact str / int / bytes is its own canonical key: a float equal to an
-            # int key (7.0 and 7) must be refused whatever keys came before it
-            ckeys[i] = key if (t is str or t is int or t is bytes) else self._canonical(key, i)
+        # only an exact str / int / bytes is its own canonical key: a float equal to an int key
+        # (7.0 and 7) must be refused whatever keys came before it. The usual call (such keys
+        # only, rows of finite floats) is checked in a few passes over the whole call, in C;
+        # anything else row by row, naming the row
+        if _PLAIN_KEYS.issuperset(map(type, keys)):
+            ckeys = list(keys)
+        else:
+            ckeys = [None] * n
+            for i, key in enumerate(keys):
+                t = type(key)
+                ckeys[i] = key if t in _PLAIN_KEYS else self._canonical(key, i)
         strict = self._strict
-        for i, x in enumerate(rows):
+        if _DICTS.issuperset(map(type, rows)):
+            if not strict:
+                rows_ok = True
+            else:
+                values = list(chain.from_iterable(map(dict.values, rows)))
+                # (a sum of finite floats can overflow: then the rows are checked one by one)
+                rows_ok = _FLOATS.issuperset(map(type, values)) and math.isfinite(sum(values))
+        else:
+            rows_ok = False
+        for i, x in enumerate(() if rows_ok else rows):
             # the usual row (a dict of finite floats) in a few steps; anything else goes
             # through the schema's own checks, which name the feature
             if type(x) is dict and (
@@ -600,6 +617,8 @@ class KeyedModels:
         if len(y) != n:
             raise ValueError(f"got {len(y)} targets for {n} rows of features")
         check_y = self._check_y
+        if check_y is check_target and _FLOATS.issuperset(map(type, y)) and math.isfinite(sum(y)):
+            return ckeys, rows, list(y)
         targets = [None] * n
         for i, target in enumerate(y):
             if type(target) is float and target - target == 0.0 and check_y is check_target:

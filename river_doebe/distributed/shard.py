@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import os
 import pickle
+import time
 
 from river_doebe._compat import is_classifier
 
-__all__ = ["Shard", "dumps"]
+__all__ = ["Shard", "dumps", "kill_and_wait"]
 
 #: how many answers of applied parts a shard keeps for a retry of the same part
 KEEP_RESULTS = 16
@@ -265,3 +266,25 @@ class Shard:
             "threads": self._threads(),
             "node": _node_id(),
         }
+
+
+def kill_and_wait(actor, timeout: float = 60.0) -> None:
+    """End a shard's actor as a crash would (``ray.kill``) and return once it is dead, for a
+    fault drill: a kill travels through Ray's control plane, so a call sent just after
+    ``ray.kill`` may still reach the old actor. Raises ``TimeoutError`` if it still answers after
+    ``timeout`` seconds."""
+    import ray
+
+    ray.kill(actor)
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"the killed actor still answered after {timeout:g} s")
+        try:
+            ray.get(actor.ready.remote(), timeout=left)
+        except ray.exceptions.RayActorError:
+            return
+        except ray.exceptions.GetTimeoutError:
+            continue
+        time.sleep(0.05)
