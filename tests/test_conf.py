@@ -514,3 +514,19 @@ def test_block_path_of_a_model_without_one_is_the_loop():
     assert got == expected and _state(block) == _state(loop)
     with pytest.raises(ValueError, match="row 1"):
         block.learn_many([{"m": 0.0, "s": 1.0}] * 2, [0.0, math.nan])
+
+
+def test_the_compiled_interpolation_is_numpy_s():
+    # the update counts a miss from the map it interpolates itself; the metrics count it from
+    # the distribution's np.interp: the two must agree to the last bit, knots and ends included
+    from river_doebe.conf._kernels import _interp
+
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        n = int(rng.integers(2, 9))
+        xp = np.concatenate(([0.0], np.sort(rng.uniform(0, 1, n - 2)), [1.0]))
+        fp = np.concatenate(([0.0], np.sort(rng.uniform(0, 1, n - 2)), [1.0]))
+        xs = np.concatenate((rng.uniform(-0.1, 1.1, 20), xp, np.nextafter(xp, 2.0),
+                             np.nextafter(xp, -1.0)))
+        for x in xs:
+            assert _interp(float(x), xp, fp) == float(np.interp(x, xp, fp))

@@ -1,7 +1,22 @@
-"""The recalibration's one costly step per sample, compiled: the probability integral transform
-and the log density of a target under a Gaussian mixture (Numba, cached like the package's
-kernels). In NumPy it was a dozen array operations over the mixture's components, most of the
-wrapper's time per sample (benchmarks/results/calibration.md)."""
+"""The recalibration's arithmetic, compiled (Numba, cached like the package's kernels): the
+probability integral transform and log density of a target under a Gaussian mixture, and the
+whole update of :class:`~river_doebe.conf.Recalibrated`'s state from one target, which also
+makes the knots of the map for the next prediction. In Python the update was a few dozen
+small operations on lists and NumPy arrays a sample, most of the wrapper's time
+(benchmarks/results/calibration_wrapper.json). The per-sample path and the block path both call
+:func:`update`, so they do the same arithmetic in the same order.
+
+The state is one float64 vector (:func:`new_state` lays it out):
+
+- ``alpha``, ``beta``: the adaptive conformal step's miscoverage level and the share of the
+  misses put below; the counts of updates and of updates made with ``alpha`` outside ``(0, 1)``;
+- the correction in use for the next prediction, and its location and scale;
+- the random walk's last standardised residual and the weighted mean of its squared steps;
+- the shape knots' levels of ``F'``, one per entry of ``levels``;
+- one exponentially weighted mean and variance of the standardised residuals per window;
+- the recent mean log scores (the unmoved predictive first, one per window, the random walk
+  last).
+"""
 
 from __future__ import annotations
 
@@ -10,10 +25,34 @@ import math
 import numba
 import numpy as np
 
-__all__ = ["mixture_pit"]
+__all__ = ["mixture_pit", "new_state", "knots", "update"]
 
 _SQRT_HALF = math.sqrt(0.5)
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+
+# the state's fixed slots
+ALPHA, BETA, N_UPDATES, N_OUTSIDE, CORR, CLOC, CSCALE, LAST, STEP2 = range(9)
+FIXED = 9
+
+# the settings' slots
+S_LEVEL, S_STEP, S_LEVEL_STEP, S_RHO_SCORE, S_MARGIN = range(5)
+N_SETTINGS = 5
+
+#: a sample costs a correction at most this many nats more than the best one, in the recent
+#: mean log scores: one wild target must not decide for hundreds of samples
+SCORE_CAP = 30.0
+
+def new_state(confidence_level: float, levels, n_windows: int) -> np.ndarray:
+    """The state before any update."""
+    k, w = len(levels), n_windows
+    state = np.zeros(FIXED + k + 2 * w + (w + 2 if w else 1))
+    state[ALPHA] = 1.0 - confidence_level
+    state[BETA] = 0.5
+    state[CSCALE] = 1.0
+    state[STEP2] = 2.0
+    state[FIXED:FIXED + k] = levels  # the shape knots start at the identity
+    state[FIXED + k + w:FIXED + k + 2 * w] = 1.0  # the windows' variances
+    return state
 
 
 @numba.njit(cache=True)
@@ -44,3 +83,223 @@ def mixture_pit(weights, means, variances, y):
     for k in range(n):
         acc += math.exp(terms[k] - top)
     return f, sf, top + math.log(acc)
+
+
+@numba.njit(cache=True)
+def _interp(x, xp, fp):
+    """``np.interp(x, xp, fp)`` for one number, the same arithmetic (the recalibrated
+    distribution maps its CDF with NumPy's: the coverage event counted here is the one the
+    metrics see)."""
+    n = xp.shape[0]
+    if x > xp[n - 1]:
+        return fp[n - 1]
+    if x < xp[0]:
+        return fp[0]
+    lo, hi = 0, n - 1
+    while hi - lo > 1:
+        mid = (lo + hi) >> 1
+        if xp[mid] <= x:
+            lo = mid
+        else:
+            hi = mid
+    if xp[hi] <= x:
+        lo = hi
+    if lo == n - 1:
+        return fp[n - 1]
+    if xp[lo] == x:
+        return fp[lo]
+    slope = (fp[lo + 1] - fp[lo]) / (xp[lo + 1] - xp[lo])
+    out = slope * (x - xp[lo]) + fp[lo]
+    if math.isnan(out):
+        out = slope * (x - xp[lo + 1]) + fp[lo + 1]
+        if math.isnan(out) and fp[lo] == fp[lo + 1]:
+            out = fp[lo]
+    return out
+
+
+@numba.njit(cache=True)
+def _location_scale(state, n_levels, n_windows, k):
+    """The correction ``k``'s location and scale, in standardised residuals (0: the unmoved
+    predictive; 1 .. ``n_windows`` the windows'; ``n_windows + 1`` the random walk)."""
+    if k == 0:
+        return 0.0, 1.0
+    if k <= n_windows:
+        loc = state[FIXED + n_levels + k - 1]
+        scale = math.sqrt(state[FIXED + n_levels + n_windows + k - 1])
+    else:
+        loc = state[LAST]
+        scale = math.sqrt(0.5 * state[STEP2])
+    return loc, min(max(scale, 1e-8), 1e8)
+
+
+@numba.njit(cache=True)
+def _choose_correction(state, settings, n_levels, n_windows):
+    """Which predictive the next prediction uses, and its location and scale, into the
+    state: the best correction by recent mean log score when it beats the unmoved predictive's
+    by ``margin`` nats a sample, else the unmoved one."""
+    k = 0
+    if n_windows > 0:
+        base = FIXED + n_levels + 2 * n_windows
+        best = 1
+        for j in range(2, n_windows + 2):
+            if state[base + j] > state[base + best]:
+                best = j
+        if state[base + best] - state[base] > settings[S_MARGIN]:
+            k = best
+    loc, scale = _location_scale(state, n_levels, n_windows, k)
+    state[CORR] = k
+    state[CLOC] = loc
+    state[CSCALE] = scale
+
+
+@numba.njit(cache=True)
+def knots(state, settings, shape_p, segment):
+    """The knots of the map for the next prediction on ``F'``'s levels, a fresh array (their
+    images are fixed: 0, the levels and the interval's levels in order, 1).
+
+    They are 0, the shape knots below the interval, the interval's lower end ``alpha *
+    beta`` (``alpha`` held in ``[1e-6, 1 - 1e-6]``), the shape knots inside, its upper end ``1 -
+    alpha (1 - beta)``, the shape knots above, 1; each shape knot inside its segment by a
+    millionth of it, in order, strictly increasing."""
+    K = shape_p.shape[0]
+    n = K + 4
+    a = min(max(state[ALPHA], 1e-6), 1.0 - 1e-6)
+    beta = state[BETA]
+    lo = a * beta
+    hi = 1.0 - a * (1.0 - beta)
+    ku = np.empty(n)
+    ku[0] = 0.0
+    ku[n - 1] = 1.0
+    running = -np.inf
+    i = 1
+    placed_lo = False
+    placed_hi = False
+    for j in range(K):
+        seg = segment[j]
+        if seg >= 1 and not placed_lo:
+            ku[i] = lo
+            i += 1
+            placed_lo = True
+        if seg >= 2 and not placed_hi:
+            ku[i] = hi
+            i += 1
+            placed_hi = True
+        if seg == 0:
+            left, right = 0.0, lo
+        elif seg == 1:
+            left, right = lo, hi
+        else:
+            left, right = hi, 1.0
+        width = right - left
+        v = min(max(state[FIXED + j], left + 1e-6 * width), right - 1e-6 * width)
+        running = max(running, v)
+        ku[i] = running + 1e-9 * width * j
+        i += 1
+    if not placed_lo:
+        ku[i] = lo
+        i += 1
+    if not placed_hi:
+        ku[i] = hi
+        i += 1
+    return ku
+
+
+@numba.njit(cache=True)
+def update(state, settings, shape_p, segment, rho, ku, kp, weights, means, variances, mu, sigma,
+           y):
+    """Learn one target ``y`` from the prediction made before it was seen: the wrapped
+    predictive (the mixture ``weights, means, variances``, of mean ``mu`` and standard deviation
+    ``sigma``) and the map ``(ku, kp)`` it was given. Returns the knots on ``F'``'s levels for
+    the next prediction."""
+    K = shape_p.shape[0]
+    W = rho.shape[0]
+    c = settings[S_LEVEL]
+    step = settings[S_STEP]
+    p_lo = 0.5 * (1.0 - c)
+    p_hi = 0.5 * (1.0 + c)
+    # the PIT under F': the wrapped predictive's, or the correction's Gaussian in use
+    f, sf, log_f = mixture_pit(weights, means, variances, y)
+    k = int(state[CORR])
+    if k != 0:
+        sd = sigma * state[CSCALE]
+        if 0.0 < sd * sd < np.inf:
+            zc = (y - (mu + sigma * state[CLOC])) / sd
+            f = 0.5 * math.erfc(-zc * _SQRT_HALF)
+            sf = 0.5 * math.erfc(zc * _SQRT_HALF)
+    n = ku.shape[0]
+    ku_up = np.empty(n)
+    kp_up = np.empty(n)
+    for i in range(n):
+        ku_up[i] = 1.0 - ku[n - 1 - i]
+        kp_up[i] = 1.0 - kp[n - 1 - i]
+    below_p = _interp(f, ku, kp)
+    above_p = _interp(sf, ku_up, kp_up)
+    # the event the metrics count: inside when G(y) >= p_lo and 1 - G(y) >= 1 - p_hi
+    below = below_p < p_lo
+    above = above_p < 1.0 - p_hi
+    alpha = state[ALPHA]
+    if alpha <= 0.0:
+        err = 0.0
+    elif alpha >= 1.0:
+        err = 1.0
+    else:
+        err = 1.0 if (below or above) else 0.0
+    if not (0.0 < alpha < 1.0):
+        state[N_OUTSIDE] += 1.0
+    state[ALPHA] = alpha + step * ((1.0 - c) - err)
+    if err != 0.0:
+        beta = state[BETA] + step * (0.5 - (1.0 if below else 0.0))
+        state[BETA] = min(max(beta, 0.05), 0.95)
+    # the shape knots: one-sided conformal steps on F'_t's level (the map sends the knot's
+    # level to p exactly: G(y) <= p is f <= the knot)
+    if K > 0:
+        ls = settings[S_LEVEL_STEP]
+        for j in range(K):
+            idx = 1 + j + segment[j]
+            hit = 1.0 if f <= ku[idx] else 0.0
+            v = state[FIXED + j] + ls * (shape_p[j] - hit)
+            state[FIXED + j] = min(max(v, 0.0), 1.0)
+    if W > 0:
+        _learn_corrections(state, settings, rho, K, W, mu, sigma, y, log_f)
+    _choose_correction(state, settings, K, W)
+    state[N_UPDATES] += 1.0
+    return knots(state, settings, shape_p, segment)
+
+
+@numba.njit(cache=True)
+def _learn_corrections(state, settings, rho, K, W, mu, sigma, y, log_f):
+    z = (y - mu) / sigma
+    if not (math.isfinite(z) and abs(z) < 1e150):
+        return
+    base = FIXED + K
+    sb = base + 2 * W
+    # the log density of y under the wrapped predictive and under each correction's Gaussian
+    # (in the standardised units), before they learn y
+    logs = np.empty(W + 2)
+    logs[0] = log_f + math.log(sigma)
+    for j in range(1, W + 2):
+        loc, scale = _location_scale(state, K, W, j)
+        r = (z - loc) / scale
+        logs[j] = -0.5 * r * r - math.log(scale) - _HALF_LOG_2PI
+    top = logs[0]
+    for j in range(1, W + 2):
+        if logs[j] > top:
+            top = logs[j]
+    floor = top - SCORE_CAP
+    rs = settings[S_RHO_SCORE]
+    for j in range(W + 2):
+        state[sb + j] = rs * state[sb + j] + (1.0 - rs) * max(logs[j], floor)
+    # the statistics learn residuals clipped at 5 of their standard deviations (Huber's
+    # winsorising): one wild target widens them by a factor, not by its square, and a lasting
+    # shift is followed in steps that grow geometrically
+    for j in range(W):
+        r = rho[j]
+        var = state[base + W + j]
+        bound = 5.0 * math.sqrt(var)
+        d = min(max(z - state[base + j], -bound), bound)
+        state[base + j] += (1.0 - r) * d
+        state[base + W + j] = min(max(r * (var + (1.0 - r) * d * d), 1e-16), 1e16)
+    bound = 5.0 * math.sqrt(state[STEP2])
+    jump = min(max(z - state[LAST], -bound), bound)
+    state[STEP2] = min(max(rs * state[STEP2] + (1.0 - rs) * jump * jump, 1e-16), 1e16)
+    state[LAST] = z

@@ -10,36 +10,19 @@ import numpy as np
 from river import base
 from river.conf import Interval
 
-from river_doebe.conf._kernels import mixture_pit
+from river_doebe.conf import _kernels
 from river_doebe.conf.distribution import RecalibratedDistribution
 from river_doebe.distributions import gaussian
 
 __all__ = ["Recalibrated"]
 
-_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
-_SQRT_HALF = math.sqrt(0.5)
+#: the weight of a Gaussian read as a one-component mixture
+_ONE = np.ones(1)
 
 
 # ---------------------------------------------------------------------------------------------
 # The wrapper
 # ---------------------------------------------------------------------------------------------
-
-
-def _pit(dist, y: float) -> tuple[float, float, float]:
-    """``(F(y), 1 - F(y), log f(y))`` of a Gaussian or a Gaussian mixture, in one pass over its
-    components (the per-sample path: no checks, the distribution comes from the model; a
-    mixture's in one compiled loop, :func:`river_doebe.conf._kernels.mixture_pit`)."""
-    weights = getattr(dist, "weights", None)
-    if weights is None:
-        mu, sigma = float(dist.mu), float(dist.sigma)
-        z = (y - mu) / sigma
-        log_pdf = getattr(dist, "log_pdf", None)  # river 0.22's Gaussian has none
-        log_f = (float(log_pdf(y)) if log_pdf is not None
-                 else -0.5 * z * z - math.log(sigma) - _HALF_LOG_2PI)
-        return 0.5 * math.erfc(-z * _SQRT_HALF), 0.5 * math.erfc(z * _SQRT_HALF), log_f
-    return mixture_pit(np.asarray(weights, dtype=np.float64),
-                       np.asarray(dist.means, dtype=np.float64),
-                       np.asarray(dist.variances, dtype=np.float64), float(y))
 
 
 def _check_level(name: str, value) -> float:
@@ -224,30 +207,76 @@ class Recalibrated(base.Wrapper, base.Regressor):
         self._shape_p = sorted(shape)
         # which of the three segments of g each shape knot lies in: below, inside, above the
         # interval's knots
-        self._segment = [int(k) for k in np.searchsorted([lo, hi], self._shape_p)]
+        self._segment_arr = np.searchsorted([lo, hi], self._shape_p).astype(np.int64)
+        self._shape_arr = np.array(self._shape_p, dtype=np.float64)
+        # the map's images of its knots: 0, the levels and the interval's levels, 1
         self._kp = np.sort(np.concatenate(([0.0, lo, hi, 1.0], self._shape_p)))
-        self._rho = [1.0 - 1.0 / w for w in wins]
-        self._rho_score = 1.0 - 1.0 / min(wins) if wins else 0.0
+        self._rho = np.array([1.0 - 1.0 / w for w in wins], dtype=np.float64)
+        settings_ = np.zeros(_kernels.N_SETTINGS)
+        settings_[_kernels.S_LEVEL] = c
+        settings_[_kernels.S_STEP] = step
+        settings_[_kernels.S_LEVEL_STEP] = level_step
+        settings_[_kernels.S_RHO_SCORE] = 1.0 - 1.0 / min(wins) if wins else 0.0
+        settings_[_kernels.S_MARGIN] = margin
+        self._settings = settings_
         self._reset()
 
     def _reset(self) -> None:
-        self.alpha_ = 1.0 - self.confidence_level
-        self.beta_ = 0.5
-        self._shape_v = list(self._shape_p)
-        k = len(self._rho)
-        # the standardised residuals' exponentially weighted means and variances, one per window,
-        # the last residual, and the weighted mean of the squared steps between residuals
-        self._loc = [0.0] * k
-        self._var = [1.0] * k
-        self._last = 0.0
-        self._step2 = 2.0
-        # recent mean log scores: the unmoved predictive first, then one per window, then the
-        # residual's random walk
-        self._score = [0.0] * (k + 2) if k else [0.0]
-        self.n_updates_ = 0
-        self.n_outside_ = 0
+        self._state = _kernels.new_state(self.confidence_level, self._shape_p, len(self._rho))
+        self._ku = _kernels.knots(self._state, self._settings, self._shape_arr,
+                                  self._segment_arr)
         self._memo = None
-        self._cached_knots = None
+
+    # the state, read by name (it lives in one vector the compiled update writes)
+    @property
+    def alpha_(self) -> float:
+        """The conformal step's miscoverage level."""
+        return float(self._state[_kernels.ALPHA])
+
+    @property
+    def beta_(self) -> float:
+        """The share of the interval's misses put below."""
+        return float(self._state[_kernels.BETA])
+
+    @property
+    def n_updates_(self) -> int:
+        """The targets learnt."""
+        return int(self._state[_kernels.N_UPDATES])
+
+    @property
+    def n_outside_(self) -> int:
+        """The targets learnt while ``alpha_`` was outside ``(0, 1)``."""
+        return int(self._state[_kernels.N_OUTSIDE])
+
+    @property
+    def _shape_v(self) -> list:
+        k = len(self._shape_p)
+        return self._state[_kernels.FIXED:_kernels.FIXED + k].tolist()
+
+    def _window_stats(self, which: int) -> list:
+        k, w = len(self._shape_p), len(self._rho)
+        at = _kernels.FIXED + k + which * w
+        return self._state[at:at + w].tolist()
+
+    @property
+    def _loc(self) -> list:
+        return self._window_stats(0)
+
+    @property
+    def _var(self) -> list:
+        return self._window_stats(1)
+
+    @property
+    def _score(self) -> list:
+        return self._state[_kernels.FIXED + len(self._shape_p) + 2 * len(self._rho):].tolist()
+
+    @property
+    def _last(self) -> float:
+        return float(self._state[_kernels.LAST])
+
+    @property
+    def _step2(self) -> float:
+        return float(self._state[_kernels.STEP2])
 
     @property
     def _wrapped_model(self):
@@ -270,66 +299,18 @@ class Recalibrated(base.Wrapper, base.Regressor):
         return {"check_shuffle_features_no_impact"}
 
     # ------------------------------------------------------------------ the map of a prediction
-    def _corrections(self) -> tuple[list, list]:
-        """The location-scale corrections, ``(locations, scales)`` in standardised residuals:
-        the unmoved predictive ``(0, 1)``, one per window (the weighted mean and standard
-        deviation), and the random walk (the last residual, and the steps' scale)."""
-        loc = [0.0, *self._loc, self._last]
-        scale = [1.0, *(math.sqrt(v) for v in self._var), math.sqrt(0.5 * self._step2)]
-        return loc, [min(max(v, 1e-8), 1e8) for v in scale]
-
-    def _correction(self) -> int:
-        """Which predictive is used: 0 the unmoved one, else the correction of that index."""
-        score = self._score
-        if len(score) == 1:
-            return 0
-        best = max(range(1, len(score)), key=score.__getitem__)
-        return best if score[best] - score[0] > self.margin else 0
-
     def _base(self, dist):
         """``F'_t``: the wrapped predictive, or, when a correction is in use, the Gaussian with
         its mean moved by ``c`` standard deviations and its standard deviation scaled by
         ``s``."""
-        k = self._correction()
-        if k == 0:
+        state = self._state
+        if state[_kernels.CORR] == 0.0:
             return dist
         mu, sigma = float(dist.mu), float(dist.sigma)
-        loc, scale = self._corrections()
-        sd = sigma * scale[k]
+        sd = sigma * float(state[_kernels.CSCALE])
         if not (0.0 < sd * sd < math.inf):
             return dist
-        return gaussian(mu + sigma * loc[k], sd * sd)
-
-    def _knots(self) -> tuple[np.ndarray, np.ndarray]:
-        """The knots of ``g_t`` (made once between two updates)."""
-        if self._cached_knots is None:
-            self._cached_knots = self._make_knots()
-        return self._cached_knots
-
-    def _make_knots(self) -> tuple[np.ndarray, np.ndarray]:
-        """The knots of ``g_t``: the interval's ends at ``alpha * beta`` and ``1 - alpha (1 -
-        beta)`` (``alpha`` held inside ``[1e-6, 1 - 1e-6]``), and each shape knot inside its
-        segment, in order, strictly increasing."""
-        # plain floats: a handful of knots, made at every sample
-        a = min(max(self.alpha_, 1e-6), 1.0 - 1e-6)
-        lo, hi = a * self.beta_, 1.0 - a * (1.0 - self.beta_)
-        ends = (0.0, lo, hi, 1.0)
-        inner = {0: [], 1: [], 2: []}
-        running = -math.inf
-        for j, (v, seg) in enumerate(zip(self._shape_v, self._segment, strict=True)):
-            left, right = ends[seg], ends[seg + 1]
-            width = right - left
-            # inside the segment by a millionth of it, in order (the segments are in order: a
-            # running maximum), then strictly increasing by a thousandth of that
-            running = max(running, min(max(float(v), left + 1e-6 * width), right - 1e-6 * width))
-            inner[seg].append(running + 1e-9 * width * j)
-        ku = np.array([0.0, *inner[0], lo, *inner[1], hi, *inner[2], 1.0])
-        return ku, self._kp
-
-    def _base_dist(self, x, **kwargs):
-        dist = self.regressor.predict_one(x, with_dist=True, **kwargs)
-        self._memo = (list(x.items()), dist)
-        return dist
+        return gaussian(mu + sigma * float(state[_kernels.CLOC]), sd * sd)
 
     @staticmethod
     def _is_point_mass(dist) -> bool:
@@ -339,21 +320,23 @@ class Recalibrated(base.Wrapper, base.Regressor):
     def _recalibrate(self, dist):
         if self._is_point_mass(dist):
             return dist
-        ku, kp = self._knots()
-        return RecalibratedDistribution._unchecked(self._base(dist), ku, kp)
+        return RecalibratedDistribution._unchecked(self._base(dist), self._ku, self._kp)
 
     # ------------------------------------------------------------------ river's API
     def predict_one(self, x, with_dist: bool = False, with_interval: bool = False, **kwargs):
         """The wrapped model's point prediction; with ``with_dist=True`` the recalibrated
         distribution (a :class:`RecalibratedDistribution`); with ``with_interval=True`` the
         adaptive conformal interval at ``confidence_level`` (a ``river.conf.Interval``)."""
-        dist = self._base_dist(x, **kwargs)
+        dist = self.regressor.predict_one(x, with_dist=True, **kwargs)
+        # learn_one reuses this prediction if it is asked for the same features
+        self._memo = (dict(x), dist)
         if with_interval:
             if self._is_point_mass(dist):
                 return Interval(float(dist.mu), float(dist.mu))
-            if self.alpha_ <= 0.0:
+            alpha = self.alpha_
+            if alpha <= 0.0:
                 return Interval(-math.inf, math.inf)
-            if self.alpha_ >= 1.0:
+            if alpha >= 1.0:
                 return Interval(math.inf, -math.inf)  # empty
             return self._recalibrate(dist).interval(self.confidence_level)
         if with_dist:
@@ -364,16 +347,14 @@ class Recalibrated(base.Wrapper, base.Regressor):
         if isinstance(y, bool) or not isinstance(y, numbers.Real) or not math.isfinite(y):
             raise ValueError(f"the target must be a finite number, got {y!r}")
         y = float(y)
+        memo, self._memo = self._memo, None
         if getattr(self.regressor, "is_warm", True):
-            memo = self._memo
-            if memo is not None and memo[0] == list(x.items()):
+            if memo is not None and memo[0] == x:
                 dist = memo[1]
             else:
                 dist = self.regressor.predict_one(x, with_dist=True)
-            self._memo = None
             if not self._is_point_mass(dist):
                 self._update(dist, y)
-        self._memo = None
         self.regressor.learn_one(x, y, **kwargs)
 
     def predict_learn_many(self, X, y, with_dist: bool = False) -> list:
@@ -425,69 +406,16 @@ class Recalibrated(base.Wrapper, base.Regressor):
         return out if want else None
 
     def _update(self, dist, y: float) -> None:
-        """The conformal steps and the corrections' statistics, from the prediction made
-        before ``y`` was seen."""
-        base = self._base(dist)
-        # the wrapped predictive's PIT and log density in one pass; a correction's Gaussian
-        # only adds its own PIT
-        f, sf, log_f = _pit(dist, y)
-        if base is not dist:
-            f, sf = _pit(base, y)[:2]
-        ku, kp = self._knots()
-        below_p = float(np.interp(f, ku, kp))
-        above_p = float(np.interp(sf, 1.0 - ku[::-1], 1.0 - kp[::-1]))
-        c = self.confidence_level
-        # the event the metrics count: inside when G(y) >= p_lo and 1 - G(y) >= 1 - p_hi
-        below = below_p < self._p_lo
-        above = above_p < 1.0 - self._p_hi
-        if self.alpha_ <= 0.0:
-            err = 0.0
-        elif self.alpha_ >= 1.0:
-            err = 1.0
+        """The conformal steps and the corrections' statistics, from the
+        prediction made before ``y`` was seen (one compiled call,
+        :func:`river_doebe.conf._kernels.update`), and the knots for the next prediction."""
+        weights = getattr(dist, "weights", None)
+        if weights is None:  # a Gaussian
+            mu, sigma = float(dist.mu), float(dist.sigma)
+            weights, means, variances = _ONE, np.array([mu]), np.array([sigma * sigma])
         else:
-            err = float(below or above)
-        if not 0.0 < self.alpha_ < 1.0:
-            self.n_outside_ += 1
-        self.alpha_ += self.step * ((1.0 - c) - err)
-        if err:
-            self.beta_ += self.step * (0.5 - float(below))
-            self.beta_ = min(max(self.beta_, 0.05), 0.95)
-        if self._shape_v:
-            step = self.level_step
-            self._shape_v = [min(max(v + step * (p - float(below_p <= p)), 0.0), 1.0)
-                             for v, p in zip(self._shape_v, self._shape_p, strict=True)]
-        if self._rho:
-            self._learn_corrections(dist, y, log_f)
-        self._cached_knots = None
-        self.n_updates_ += 1
-
-    def _learn_corrections(self, dist, y: float, log_f: float) -> None:
-        mu, sigma = float(dist.mu), float(dist.sigma)
-        z = (y - mu) / sigma
-        if not (math.isfinite(z) and abs(z) < 1e150):
-            return
-        # the log density of y under the wrapped predictive and under each correction's
-        # Gaussian (in the standardised units), before they learn y
-        loc, scale = self._corrections()
-        logs = [log_f + math.log(sigma)]
-        for c, s in zip(loc[1:], scale[1:], strict=True):
-            r = (z - c) / s
-            logs.append(-0.5 * r * r - math.log(s) - _HALF_LOG_2PI)
-        # a sample costs a correction at most 30 nats more than the best one: one wild target
-        # must not decide for hundreds of samples
-        floor = max(logs) - 30.0
-        rs = self._rho_score
-        self._score = [rs * a + (1.0 - rs) * max(b, floor)
-                       for a, b in zip(self._score, logs, strict=True)]
-        # the statistics learn residuals clipped at 5 of their standard deviations (Huber's
-        # winsorising): one wild target widens them by a factor, not by its square, and a
-        # lasting shift is followed in steps that grow geometrically
-        for k, rho in enumerate(self._rho):
-            bound = 5.0 * math.sqrt(self._var[k])
-            d = min(max(z - self._loc[k], -bound), bound)
-            self._loc[k] += (1.0 - rho) * d
-            self._var[k] = min(max(rho * (self._var[k] + (1.0 - rho) * d * d), 1e-16), 1e16)
-        bound = 5.0 * math.sqrt(self._step2)
-        jump = min(max(z - self._last, -bound), bound)
-        self._step2 = min(max(rs * self._step2 + (1.0 - rs) * jump * jump, 1e-16), 1e16)
-        self._last = z
+            means, variances = dist.means, dist.variances
+            mu, sigma = float(dist.mu), float(dist.sigma)
+        self._ku = _kernels.update(
+            self._state, self._settings, self._shape_arr, self._segment_arr, self._rho,
+            self._ku, self._kp, weights, means, variances, mu, sigma, y)
