@@ -68,7 +68,8 @@ class Engine:
     #: per-step buffers, rebuilt rather than pickled
     _scratch: frozenset = frozenset(
         ("Phi", "V", "E", "mean", "var", "loglik", "new_log_w", "log_prior", "status",
-         "_cache_z", "_reach", "src", "n_slots", "order", "params", "_pace", "_block_pace")
+         "_cache_z", "_reach", "src", "n_slots", "order", "params", "_kernel_params",
+         "_kernel_state", "_pace", "_block_pace")
     )
 
     def __init__(self, members: list[Member], transition=None, weight_floor: float = 0.0,
@@ -119,6 +120,19 @@ class Engine:
         """The live members, in stack order."""
         return [self.members[i] for i in self.live.tolist()]
 
+    @property
+    def state(self) -> State:
+        """What learning changes in the live members (:class:`river_doebe.kernels.stack.State`:
+        their means, covariance factors and owed updates), in stack order."""
+        return self._state
+
+    @state.setter
+    def state(self, state) -> None:
+        self._state = State(*state)
+        # the kernels take it as a plain tuple (see river_doebe.kernels.stack): made here, so
+        # that it always holds the arrays of the record
+        self._kernel_state = tuple(self._state)
+
     # ------------------------------------------------------------------ set-up
     def setup(self, n_inputs: int) -> None:
         """Initialise the bases for ``n_inputs`` inputs and allocate the stacked state."""
@@ -147,6 +161,7 @@ class Engine:
     def _allocate_scratch(self) -> None:
         M, Fmax = self.state.mu.shape
         self.params = Params(self.F, self.static, self.var_rw, self.var_theta, self.var_eps)
+        self._kernel_params = tuple(self.params)  # (a plain tuple, as the state's)
         self.Phi = np.zeros((self.n_slots, Fmax))  # one row per distinct basis
         self.V = np.zeros((M, Fmax))
         self.E = np.zeros((M, Fmax))
@@ -229,8 +244,8 @@ class Engine:
         parallel = self.M > 1 and self._pace.start(self.work, self.M)  # (a single learner: never)
         self._featurize(z[None, :], self.Phi[:, None, :], parallel)
         sweep = predict_stack_parallel if parallel else predict_stack
-        if sweep(self.order, self.Phi, self.src, self.params, self.state, self.V, self.E,
-                 self.mean, self.var, self.status):
+        if sweep(self.order, self.Phi, self.src, self._kernel_params, self._kernel_state, self.V,
+                 self.E, self.mean, self.var, self.status):
             k = int(np.flatnonzero(self.status)[0])
             raise FilterError(
                 f"member {int(self.live[k])} ({type(self.stack[k].basis).__name__}) cannot "
@@ -245,8 +260,8 @@ class Engine:
     def _update_members(self, y) -> int:
         """Fold the target into every member; writes ``self.loglik``; 0 or a member + 1 that
         refused the sample (nothing changed then)."""
-        return gaussian_update(self.params, self.state, self.V, self.mean, self.var, y,
-                               self.loglik)
+        return gaussian_update(self._kernel_params, self._kernel_state, self.V, self.mean,
+                               self.var, y, self.loglik)
 
     def predict(self, z: np.ndarray) -> tuple[float, float]:
         """Moment-matched predictive mean and variance of the (weighted) stack."""
@@ -292,8 +307,6 @@ class Engine:
                 f"member {int(self.live[k])} ({type(self.stack[k].basis).__name__}) cannot "
                 "learn this sample: its update would not be finite"
             )
-        # the owed factor is in V: it becomes the state's pvec, the old pvec the next V
-        self.V, self.state = self.state.pvec, self.state._replace(pvec=self.V)
         if self.M == 1:
             self.log_evidence += float(self.loglik[0])
         else:
@@ -419,8 +432,8 @@ class Engine:
         mean, var, loglik = np.empty((B, M)), np.empty((B, M)), np.empty((B, M))
         bad = np.empty(M, dtype=np.int64)
         self._block_kernel(parallel)(
-            self.order, Phi3, self.src, np.asarray(Y, dtype=np.float64), self.params, self.state,
-            self.V, self.E, mean, var, loglik, bad,
+            self.order, Phi3, self.src, np.asarray(Y, dtype=np.float64), self._kernel_params,
+            self._kernel_state, self.V, self.E, mean, var, loglik, bad,
         )
         return mean, var, loglik, bad
 
@@ -477,7 +490,7 @@ class Engine:
         s = self.state
         mu, C = s.mu.copy(), s.C.copy()
         if s.pend.any():
-            flush_stack(self.params, s._replace(mu=mu, C=C, pend=s.pend.copy()),
+            flush_stack(self._kernel_params, tuple(s._replace(mu=mu, C=C, pend=s.pend.copy())),
                         np.zeros_like(mu))
         return mu, C
 
@@ -547,11 +560,11 @@ class Engine:
         # the kernels' parameters are the live bases' own: rebuilt on loading
         state.pop("groups", None)
         state.pop("_observers", None)
-        if "state" in state:
+        if "_state" in state:
             # the owed updates applied (on copies): the same numbers as applying them later
             mu, C = self._flushed()
-            members = self.state._replace(mu=mu, C=_pack_covariances(C, self.static),
-                                          pend=np.zeros_like(self.state.pend))
+            members = state.pop("_state")._replace(mu=mu, C=_pack_covariances(C, self.static),
+                                                   pend=np.zeros_like(self.state.pend))
             state["state"] = dict(zip(State._fields, members, strict=True))
         return state
 
@@ -560,13 +573,12 @@ class Engine:
         if "_mu" in state:
             # (pickles from before the stack state was one record: its fields one by one)
             state["state"] = {field: state.pop(old) for field, old in _STATE_BEFORE_0_X.items()}
-        if "state" in state:
-            fields = state["state"]
+        fields = state.pop("state", None)
+        self.__dict__.update(state)
+        if fields is not None:
             if isinstance(fields["C"], tuple):
                 fields["C"] = _unpack_covariances(fields["C"], state["static"])
-            state["state"] = State(**fields)
-        self.__dict__.update(state)
-        if "state" in state:
+            self.state = State(**fields)
             self._build_groups()
             self._allocate_scratch()
 

@@ -58,8 +58,8 @@ class LogisticEngine(Engine):
     def _update_members(self, code: int) -> int:
         """Laplace step of every live member; writes ``self.loglik``."""
         return logistic_update_stack(
-            self.params, self.state, self.V, self.mean, self.var, self.logit, code, self.loglik,
-            self._t, self._lam, self.update == "ipl",
+            self._kernel_params, self._kernel_state, self.V, self.mean, self.var, self.logit, code,
+            self.loglik, self._t, self._lam, self.update == "ipl",
         )
 
     # ------------------------------------------------------------------ classifier views
@@ -101,8 +101,8 @@ class LogisticEngine(Engine):
         logit, loglik = np.empty((B, M)), np.empty((B, M))
         bad = np.empty(M, dtype=np.int64)
         self._block_kernel(parallel)(
-            self.order, Phi3, self.src, np.asarray(Y, dtype=np.int64), self.params, self.state,
-            self.V, self.E, mean, var, logit, loglik, bad, self.update == "ipl",
+            self.order, Phi3, self.src, np.asarray(Y, dtype=np.int64), self._kernel_params,
+            self._kernel_state, self.V, self.E, mean, var, logit, loglik, bad, self.update == "ipl",
         )
         return mean, var, logit, loglik, bad
 

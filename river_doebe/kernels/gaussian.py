@@ -15,7 +15,9 @@ import numba
 
 from river_doebe.kernels.jit import stack_kernel
 from river_doebe.kernels.stack import (
-    owe_block_row,
+    Params,
+    State,
+    owe_update,
     predict_member,
     record_update,
     step_is_finite,
@@ -45,16 +47,19 @@ def _learn(f, is_static, mu, v, mean, var, var_eps, y, alpha0, pg, m):
 
 
 @numba.njit(cache=True)
-def gaussian_update(p, s, V, mean, var, y, loglik):
-    """Fold ``y`` into every member (parameters ``p``, state ``s``) with a Gaussian likelihood;
-    record the owed updates.
+def gaussian_update(params, state, V, mean, var, y, loglik):
+    """Fold ``y`` into every member (``params``, ``state``: plain tuples of the fields of
+    :class:`~river_doebe.kernels.stack.Params` and :class:`~river_doebe.kernels.stack.State`)
+    with a Gaussian likelihood; record the owed updates.
 
     Every member is checked first: a residual, gain or mean step that would not be finite
     returns ``m + 1`` for the first such member and changes nothing. Otherwise writes
-    ``loglik[m] = log N(y; mean[m], var[m])``, updates the means of dynamic members, turns
-    ``V[m]`` into the owed factor (the caller keeps it as ``s.pvec``: ``v sqrt(c)`` for dynamic
-    members, ``f`` for static ones) and returns 0.
+    ``loglik[m] = log N(y; mean[m], var[m])``, updates the means of dynamic members, keeps the
+    owed factor in the state's ``pvec`` (``v sqrt(c)`` for dynamic members, ``f`` for static
+    ones) and returns 0.
     """
+    p = Params(*params)
+    s = State(*state)
     F, static, var_eps, mu = p.F, p.static, p.var_eps, s.mu
     M = mu.shape[0]
     for m in range(M):
@@ -64,8 +69,7 @@ def gaussian_update(p, s, V, mean, var, y, loglik):
     for m in range(M):
         loglik[m] = _learn(F[m], static[m], mu[m], V[m], mean[m], var[m], var_eps[m], y,
                            s.alpha0, s.pg, m)
-        s.pend[m] = True
-        s.n_filtered[m] += 1
+        owe_update(m, F[m], V, s)
     return 0
 
 
@@ -87,20 +91,25 @@ def _member_rows(m, Phi3, src, Y, p, s, V, E, mean_out, var_out, loglik_out):
             return t
         loglik_out[t, m] = _learn(f, is_static, mu[m], V[m], mean[m], var[m], p.var_eps[m], Y[t],
                                   s.alpha0, s.pg, m)
-        owe_block_row(m, f, V, s)
+        owe_update(m, f, V, s)
     return -1
 
 
-def _gaussian_block(order, Phi3, src, Y, p, s, V, E, mean_out, var_out, loglik_out, bad_row):
-    """A block of rows member by member: every member ``m`` (parameters ``p``, state ``s``)
-    through every row of its slot's features ``Phi3[src[m]]`` (``Phi3`` is ``(slots, B,
-    F_max)``) while its covariance stays in cache, writing each row's predictive
+def _gaussian_block(order, Phi3, src, Y, params, state, V, E, mean_out, var_out, loglik_out,
+                    bad_row):
+    """A block of rows member by member: every member ``m`` (``params``, ``state``: plain tuples
+    of the fields of :class:`~river_doebe.kernels.stack.Params` and
+    :class:`~river_doebe.kernels.stack.State`) through every row of its slot's features
+    ``Phi3[src[m]]`` (``Phi3`` is ``(slots, B, F_max)``) while its covariance stays in cache,
+    writing each row's predictive
     ``mean_out[t, m]``, ``var_out[t, m]`` and ``loglik_out[t, m]`` and, in ``bad_row[m]``, the
     first row the member could not take (-1: none). The weights are the caller's, row by row
     afterwards (:func:`river_doebe.kernels.weights.weigh_block`): the members' filters do not
     depend on them. The members are a ``prange`` in the order ``order`` (as in
     :func:`river_doebe.kernels.stack.predict_stack`): the parallel twin spreads them over the
     threads."""
+    p = Params(*params)
+    s = State(*state)
     for j in numba.prange(order.shape[0]):
         m = order[j]
         bad_row[m] = _member_rows(m, Phi3, src, Y, p, s, V, E, mean_out, var_out, loglik_out)

@@ -48,7 +48,9 @@ import numpy as np
 from river_doebe.kernels.ipl import NODES, WEIGHTS, solve_ipl_step
 from river_doebe.kernels.jit import stack_kernel
 from river_doebe.kernels.stack import (
-    owe_block_row,
+    Params,
+    State,
+    owe_update,
     predict_member,
     record_update,
     step_is_finite,
@@ -155,10 +157,11 @@ def _learn(f, is_static, mu, v, var, logit, t, lam, y, alpha0, pg, m):
 
 
 @numba.njit(cache=True)
-def logistic_update_stack(p, s, V, mean, var, logit, y, loglik, t_buf, lam_buf, ipl):
-    """Fold the label ``y`` (0 or 1) into every member (parameters ``p``, state ``s``), given its
-    predict step (by the Laplace step, or with ``ipl`` by iterated posterior linearisation:
-    :func:`solve_step`).
+def logistic_update_stack(params, state, V, mean, var, logit, y, loglik, t_buf, lam_buf, ipl):
+    """Fold the label ``y`` (0 or 1) into every member (``params``, ``state``: plain tuples of the
+    fields of :class:`~river_doebe.kernels.stack.Params` and
+    :class:`~river_doebe.kernels.stack.State`), given its predict step (by the Laplace step, or
+    with ``ipl`` by iterated posterior linearisation: :func:`solve_step`).
 
     ``V``, ``mean``, ``var`` are the latent predictive quantities of
     :func:`river_doebe.kernels.stack.predict_stack` run with ``var_eps = 0``, and ``logit`` those
@@ -169,6 +172,8 @@ def logistic_update_stack(p, s, V, mean, var, logit, y, loglik, t_buf, lam_buf, 
     for a static member is the measurement update with noise variance ``alpha_0 = 1 / lam``
     (``inf`` when ``lam`` underflows: the mean moves, the covariance does not).
     """
+    p = Params(*params)
+    s = State(*state)
     F, static, mu = p.F, p.static, s.mu
     M = mu.shape[0]
     for m in range(M):
@@ -178,8 +183,7 @@ def logistic_update_stack(p, s, V, mean, var, logit, y, loglik, t_buf, lam_buf, 
     for m in range(M):
         loglik[m] = _learn(F[m], static[m], mu[m], V[m], var[m], logit[m], t_buf[m], lam_buf[m],
                            y, s.alpha0, s.pg, m)
-        s.pend[m] = True
-        s.n_filtered[m] += 1
+        owe_update(m, F[m], V, s)
     return 0
 
 
@@ -203,15 +207,17 @@ def _member_rows(m, Phi3, src, Y, p, s, V, E, mean_out, var_out, logit_out, logl
             return t
         loglik_out[t, m] = _learn(f, is_static, mu[m], V[m], var[m], logit, step, lam, Y[t],
                                   s.alpha0, s.pg, m)
-        owe_block_row(m, f, V, s)
+        owe_update(m, f, V, s)
     return -1
 
 
-def _logistic_block(order, Phi3, src, Y, p, s, V, E, mean_out, var_out, logit_out, loglik_out,
-                    bad_row, ipl):
+def _logistic_block(order, Phi3, src, Y, params, state, V, E, mean_out, var_out, logit_out,
+                    loglik_out, bad_row, ipl):
     """A block of labelled rows member by member (by the Laplace step, or with ``ipl`` by IPL), as
     :func:`river_doebe.kernels.gaussian.gaussian_block` for the regressors; also writes the
     probit logits ``logit_out[t, m]`` the row's prediction needs."""
+    p = Params(*params)
+    s = State(*state)
     for j in numba.prange(order.shape[0]):
         m = order[j]
         bad_row[m] = _member_rows(m, Phi3, src, Y, p, s, V, E, mean_out, var_out, logit_out,

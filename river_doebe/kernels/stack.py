@@ -3,9 +3,13 @@
 A *stack* holds ``M`` Bayesian linear learners of possibly different feature counts ``F[m]``,
 zero-padded to ``F_max``: means ``mu (M, F_max)`` and covariance factors ``C (M, F_max,
 F_max)``. Member ``m`` only ever reads and writes its leading ``F[m]`` entries. The kernels take
-the stack as two records of arrays with one row per member (named tuples, which Numba reads by
-field): its parameters :class:`Params` and its state :class:`State`, everything that learning
-changes; the engine pickles, compacts and rolls back a stack field by field of :class:`State`.
+the stack as two records of arrays with one row per member: its parameters :class:`Params` and
+its state :class:`State`, everything that learning changes; the engine pickles, compacts and
+rolls back a stack field by field of :class:`State`. A kernel called from Python takes each
+record as a plain tuple of its fields in the record's order (``tuple(state)``) and names it on
+entry (``State(*state)``): Numba's dispatcher types a plain tuple of arrays from a cached
+fingerprint, but encodes a named tuple's class and field names again at every call, which cost
+a per-sample step more than the rest of its dispatch (``benchmarks/results/engine.md``).
 
 One step of member ``m`` with features ``phi`` (paper Sec. 3.1-3.2; a Kalman filter with a random
 walk of variance ``var_rw`` on the weights), ``Sigma_pred = Sigma + var_rw I``:
@@ -66,7 +70,7 @@ __all__ = [
     "Params",
     "State",
     "flush_stack",
-    "owe_block_row",
+    "owe_update",
     "predict_member",
     "predict_stack",
     "predict_stack_parallel",
@@ -233,12 +237,15 @@ def predict_member(m, phi, p, s, V, E, mean, var):
     return 0
 
 
-def _predict_stack(order, Phi, src, p, s, V, E, mean, var, status):
-    """:func:`predict_member` for every member on the features of its slot ``Phi[src[m]]``, each
-    member on its own (``prange``: the parallel twin spreads them over the threads, in contiguous
-    runs of ``order``, a permutation of the members that mixes their costs evenly, see
-    :func:`river_doebe.engine.threads.balanced_order`); writes ``status`` and returns how many
-    are not 0."""
+def _predict_stack(order, Phi, src, params, state, V, E, mean, var, status):
+    """:func:`predict_member` for every member (parameters ``params``, state ``state``: plain
+    tuples of the fields of :class:`Params` and :class:`State`) on the features of its slot
+    ``Phi[src[m]]``, each member on its own (``prange``: the parallel twin spreads them over the
+    threads, in contiguous runs of ``order``, a permutation of the members that mixes their costs
+    evenly, see :func:`river_doebe.engine.threads.balanced_order`); writes ``status`` and returns
+    how many are not 0."""
+    p = Params(*params)
+    s = State(*state)
     M = order.shape[0]
     for j in numba.prange(M):
         m = order[j]
@@ -254,9 +261,12 @@ predict_stack, predict_stack_parallel = stack_kernel(_predict_stack)
 
 
 @numba.njit(cache=True)
-def flush_stack(p, s, E):
-    """Apply every owed update of the state ``s`` now (bit for bit what the next predict sweep
-    would do); ``E`` is scratch of the shape of ``s.mu``."""
+def flush_stack(params, state, E):
+    """Apply every owed update of the state now (bit for bit what the next predict sweep would
+    do); ``params``, ``state``: plain tuples of the fields of :class:`Params` and :class:`State`;
+    ``E`` is scratch of the shape of ``mu``."""
+    p = Params(*params)
+    s = State(*state)
     mu, C, pvec, pend = s.mu, s.C, s.pvec, s.pend
     for m in range(mu.shape[0]):
         if not pend[m]:
@@ -298,9 +308,9 @@ def record_update(f, is_static, mu, v, g, c, a0, alpha0, pg, m):
 
 
 @numba.njit(cache=True, inline="always")
-def owe_block_row(m, f, V, s):
-    """After one of a block's rows: member ``m`` owes the update it recorded in ``V[m]``, kept in
-    ``s.pvec`` as the per-sample engine keeps it (where it swaps the two buffers)."""
+def owe_update(m, f, V, s):
+    """After :func:`record_update`: member ``m`` owes the update it recorded in ``V[m]``, kept in
+    ``s.pvec`` until the next predict sweep applies it (``V`` is the sweep's scratch)."""
     pvec = s.pvec
     for i in range(f):
         pvec[m, i] = V[m, i]
