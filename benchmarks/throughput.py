@@ -16,6 +16,7 @@ machine's core and thread counts and its load (``os.getloadavg``) before and aft
     python benchmarks/throughput.py [--n 20000] [--repeats 3] [--out FILE] [--no-threshold]
                                     [--no-busy] [--only-busy] [--busy-n 4000]
                                     [--only-limit] [--no-limit] [--limit-n 2048]
+                                    [--rows TEXT ...]
 
 Rows and targets (ratios within one run):
 
@@ -47,6 +48,9 @@ Rows and targets (ratios within one run):
   rows alone;
 - ``first_use``: the JIT compile of ``EDOEBE()``'s first use in a new process, on a fresh Numba
   cache (a new install; target < 6 s) and on the on-disk cache that run left;
+- ``--rows TEXT ...``: only the per-sample and block rows above whose names contain one of the
+  texts, beside river's BLR, interleaved as in the full run; printed, nothing written (an A/B
+  of two checkouts in alternate processes, e.g. ``--rows "DOBE, 100 RFF"``);
 - ``threshold``: stacks of ``M`` members of ``F`` features per sample, one thread against all
   threads with the parallel sweep forced, to place ``PARALLEL_MIN_WORK`` and
   ``PARALLEL_MIN_MEMBERS`` (below them a stack does not even time its threads).
@@ -602,7 +606,14 @@ def main(argv=None):
                         help="skip the kernel's-limit and first-use compile rows")
     parser.add_argument("--limit-n", type=int, default=2048,
                         help="samples of the kernel's-limit rows")
+    parser.add_argument("--rows", nargs="+", metavar="TEXT",
+                        help="measure only the per-sample and block rows whose name contains one "
+                             "of these texts (and river's BLR, the reference), print them and "
+                             "write nothing (e.g. --rows DOBE,)")
     args = parser.parse_args(argv)
+
+    if args.rows:
+        return some_rows(args.rows, args.n, args.repeats)
 
     if args.only_limit:
         payload = json.loads(args.out.read_text()) if args.out.exists() else {}
@@ -744,6 +755,34 @@ def main(argv=None):
     args.out.write_text(json.dumps(payload, indent=2))
     print(f"wrote {args.out}")
     return payload
+
+
+def some_rows(texts: list[str], n: int, repeats: int) -> dict:
+    """The rows of :func:`candidates` whose name contains one of ``texts``, beside river's BLR,
+    measured as the full run measures them (interleaved, best of ``repeats``); printed only."""
+    load_start = _load()
+    data = list(Friedman1(n_samples=n, seed=0))
+    models = {name: row for name, row in candidates().items()
+              if name == "river BayesianLinearRegression" or any(t in name for t in texts)}
+    results = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for make, path, n_threads in models.values():
+            with river_doebe.num_threads(n_threads):
+                stream(make(), data[:300], path)  # compile, fill caches
+        for _ in range(repeats):
+            for name, (make, path, n_threads) in models.items():
+                with river_doebe.num_threads(n_threads):
+                    row = run_one(make, data, 1, path)
+                if name not in results or row["seconds"] < results[name]["seconds"]:
+                    results[name] = row
+    ref = results["river BayesianLinearRegression"]["samples_per_second"]
+    for name, r in results.items():
+        r["speed_ratio_vs_river_blr"] = r["samples_per_second"] / ref
+        print(f"  {name}: {r['samples_per_second']:.0f}/s ({r['seconds']:.3f} s, "
+              f"{r['speed_ratio_vs_river_blr']:.2f}x river BLR)", flush=True)
+    print(f"  load at start {load_start}, at end {_load()}")
+    return results
 
 
 def _print_busy(busy: dict) -> None:
