@@ -532,6 +532,9 @@ class Engine:
         filter would then miss the rest of it), and the window's densities do not count.
         """
         Y = Y.tolist() if isinstance(Y, np.ndarray) else list(Y)
+        # rows of a C-ordered array, as every other sample: a strided row (the warm-up's window
+        # is Fortran-ordered) would compile each featurisation kernel once more, for nothing
+        Z = np.ascontiguousarray(Z, dtype=np.float64)
         floor = self.log_floor
         self.log_floor = -np.inf
         try:
