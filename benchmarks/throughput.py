@@ -15,6 +15,8 @@ machine's core and thread counts and its load (``os.getloadavg``) before and aft
 
     python benchmarks/throughput.py [--n 20000] [--repeats 3] [--out FILE] [--no-threshold]
                                     [--no-busy] [--only-busy] [--busy-n 4000]
+                                    [--only-limit] [--no-limit] [--limit-n 2048]
+                                    [--rows TEXT ...]
 
 Rows and targets (ratios within one run):
 
@@ -40,6 +42,16 @@ Rows and targets (ratios within one run):
   warm-up on 1 thread and on all (target: not slower than one thread). The machine's own load
   before the busy processes start is written beside them. ``--only-busy`` measures these rows
   alone and puts them into an existing results file, keeping its other rows;
+- ``limit``: the 90-member ensemble per sample and in blocks on 1 thread against a minimal
+  member sweep of the same shape (90 dynamic members of 100 features: the covariance sweep alone,
+  no featurisation, weights or Python per sample) per sample and blocked (target: the library at
+  least 0.75x of the sweep, each path); ``--only-limit`` measures these and the ``first_use``
+  rows alone;
+- ``first_use``: the JIT compile of ``EDOEBE()``'s first use in a new process, on a fresh Numba
+  cache (a new install; target < 6 s) and on the on-disk cache that run left;
+- ``--rows TEXT ...``: only the per-sample and block rows above whose names contain one of the
+  texts, beside river's BLR, interleaved as in the full run; printed, nothing written (an A/B
+  of two checkouts in alternate processes, e.g. ``--rows "DOBE, 100 RFF"``);
 - ``threshold``: stacks of ``M`` members of ``F`` features per sample, one thread against all
   threads with the parallel sweep forced, to place ``PARALLEL_MIN_WORK`` and
   ``PARALLEL_MIN_MEMBERS`` (below them a stack does not even time its threads).
@@ -286,6 +298,194 @@ def threshold(data, sizes=(1, 2, 4, 8, 16, 32, 64), features=(25, 50, 100),
     return rows
 
 
+# ---------------------------------------------------------------------- the kernel's limit
+# A minimal member sweep, written here as a yardstick: the arithmetic of one dynamic member of
+# the stack per sample (the owed covariance update fused with the predict sweep, the Gaussian
+# gain, the mean step), with no featurisation, no weights, no checks and no Python between the
+# samples. It does what ``../shared/probes/member_sweeps.py`` times (its serial variants) and is
+# the library's ceiling for the same shape.
+
+@numba.njit
+def _limit_step(m, phi, y, mu, S, V, pvec, pc, rw):
+    F = mu.shape[1]
+    v = V[m]
+    vp = pvec[m]
+    c = pc[m]
+    for i in range(F):
+        v[i] = rw * phi[i]
+    for j in range(F):
+        row = S[m, j]
+        pj = phi[j]
+        vj = vp[j]
+        for i in range(F):
+            r = row[i] - (vj * vp[i]) * c
+            row[i] = r
+            v[i] += r * pj
+        row[j] += rw
+        v[j] += rw * pj
+    s = 0.0
+    q = 0.0
+    for i in range(F):
+        q += phi[i] * v[i]
+        s += phi[i] * mu[m, i]
+    var = q + 0.25
+    g = (y - s) / var
+    for i in range(F):
+        mu[m, i] += v[i] * g
+        vp[i] = v[i]
+    pc[m] = 1.0 / var
+    return s
+
+
+@numba.njit
+def _limit_per_sample(PhiT, Y, mu, S, V, pvec, pc, rw, out):
+    """Sample after sample, every member for each (the per-sample path's order)."""
+    for t in range(Y.shape[0]):
+        for m in range(mu.shape[0]):
+            out[t, m] = _limit_step(m, PhiT[t, m], Y[t], mu, S, V, pvec, pc, rw)
+
+
+@numba.njit
+def _limit_blocked(PhiT, Y, mu, S, V, pvec, pc, rw, out):
+    """Member after member, every sample of the block for each (the block path's order)."""
+    for m in range(mu.shape[0]):
+        for t in range(Y.shape[0]):
+            out[t, m] = _limit_step(m, PhiT[t, m], Y[t], mu, S, V, pvec, pc, rw)
+
+
+def _limit_state(M, F):
+    return (np.zeros((M, F)), np.tile(np.eye(F), (M, 1, 1)), np.zeros((M, F)), np.zeros((M, F)),
+            np.zeros(M))
+
+
+def limit_rows(n: int = 2048, repeats: int = 3, members: int = 90, features: int = 100) -> dict:
+    """The library's 90-member ensemble per sample and in blocks, on 1 thread, against the
+    minimal sweep of the same shape (``members`` dynamic members of ``features`` features) per
+    sample and blocked; all four interleaved, best of ``repeats`` each. The sweep runs on blocks
+    of 256 random feature rows, its state carried from block to block."""
+    data = list(Friedman1(n_samples=n, seed=0))
+    rng = np.random.default_rng(0)
+    PhiT = rng.standard_normal((BLOCK, members, features)) / 10
+    Y = rng.standard_normal(BLOCK)
+    out = np.zeros((BLOCK, members))
+
+    def sweep(kernel, rows):
+        state = _limit_state(members, features)
+        start = time.perf_counter()
+        for _ in range(0, rows, BLOCK):
+            kernel(PhiT, Y, *state, 1e-3, out)
+        return rows // BLOCK * BLOCK / (time.perf_counter() - start)
+
+    def library(path):
+        with river_doebe.num_threads(1):
+            model = ensemble_90(0.0)
+            start = time.perf_counter()
+            stream(model, data, path)
+            return n / (time.perf_counter() - start)
+
+    runs = {
+        "minimal sweep, per sample, 1 thread": lambda: sweep(_limit_per_sample, n),
+        "minimal sweep, blocked, 1 thread": lambda: sweep(_limit_blocked, n),
+        "library, per sample, 1 thread": lambda: library("sample"),
+        "library, blocks, 1 thread": lambda: library("block"),
+    }
+    # compile (not timed)
+    _limit_per_sample(PhiT[:2], Y[:2], *_limit_state(members, features), 1e-3, out)
+    _limit_blocked(PhiT[:2], Y[:2], *_limit_state(members, features), 1e-3, out)
+    with river_doebe.num_threads(1):
+        for path in ("sample", "block"):
+            stream(ensemble_90(0.0), data[:300], path)
+    rates: dict[str, list[float]] = {name: [] for name in runs}
+    loads = [_load()]
+    for _ in range(repeats):
+        for name, run in runs.items():
+            rates[name].append(run())
+        loads.append(_load())
+    best = {name: max(r) for name, r in rates.items()}
+    for name, r in rates.items():
+        print(f"  limit {name}: {best[name]:,.0f}/s (runs {', '.join(f'{x:,.0f}' for x in r)})",
+              flush=True)
+    fractions = {
+        "per sample, 1 thread / minimal sweep per sample":
+            best["library, per sample, 1 thread"] / best["minimal sweep, per sample, 1 thread"],
+        "blocks, 1 thread / minimal sweep blocked":
+            best["library, blocks, 1 thread"] / best["minimal sweep, blocked, 1 thread"],
+    }
+    for name, value in fractions.items():
+        print(f"  limit fraction {name}: {value:.2f} (target >= 0.75)", flush=True)
+    return {"shape": {"members": members, "features": features, "samples": n},
+            "samples_per_second_best": best, "samples_per_second_all": rates,
+            "fractions": fractions, "loads": loads}
+
+
+#: what a new user's first ``EDOEBE()`` runs: its warm-up, samples one by one, then blocks
+_FIRST_USE = """
+import json, sys, time
+from numba.core import event
+t0 = time.perf_counter()
+import river_doebe
+from river_doebe import EDOEBE
+from river_doebe.datasets import Friedman1
+data = list(Friedman1(n_samples=1600, seed=0))
+spans, depth, names = [], [0], []
+
+class Listener(event.Listener):
+    def on_start(self, ev):
+        if depth[0] == 0:
+            spans.append([time.perf_counter(), None])
+            func = getattr(ev.data.get("dispatcher"), "py_func", None)
+            names.append(f"{func.__module__}.{func.__qualname__}" if func else "?")
+        depth[0] += 1
+
+    def on_end(self, ev):
+        depth[0] -= 1
+        if depth[0] == 0:
+            spans[-1][1] = time.perf_counter()
+
+t1 = time.perf_counter()
+with event.install_listener("numba:compile", Listener()):
+    model = EDOEBE(seed=0)
+    for x, y in data[:1200]:
+        model.predict_one(x)
+        model.learn_one(x, y)
+    for i in range(1200, 1600, 200):
+        rows = data[i:i + 200]
+        model.predict_learn_many([x for x, _ in rows], [y for _, y in rows])
+t2 = time.perf_counter()
+tops = sorted(((e - s, n) for (s, e), n in zip(spans, names)), reverse=True)
+print(json.dumps({"import_seconds": t1 - t0, "first_use_seconds": t2 - t1,
+                  "compile_seconds": sum(e - s for s, e in spans), "compiles": len(spans),
+                  "slowest": [[round(d, 3), n] for d, n in tops[:12]]}))
+"""
+
+
+def compile_rows(repeats: int = 1) -> dict:
+    """The JIT compile of ``EDOEBE()``'s first use (its warm-up on 1,000 samples, 200 samples
+    one by one, two blocks of 200) in a fresh process: on a fresh on-disk cache
+    (``NUMBA_CACHE_DIR`` a new empty folder: a new install), and again on the cache that run left
+    (a second session). ``compile_seconds`` sums Numba's compile events (outermost only)."""
+    import tempfile
+
+    rows: dict[str, list[dict]] = {"fresh cache": [], "on-disk cache": []}
+    for _ in range(repeats):
+        with tempfile.TemporaryDirectory() as cache:
+            env = dict(os.environ, NUMBA_CACHE_DIR=cache,
+                       PYTHONPATH=os.pathsep.join([str(HERE.parent),
+                                                   os.environ.get("PYTHONPATH", "")]))
+            for label in rows:
+                load = _load()
+                done = subprocess.run([sys.executable, "-c", _FIRST_USE], env=env,
+                                      capture_output=True, text=True, check=True)
+                row = json.loads(done.stdout.strip().splitlines()[-1])
+                row["load"] = load
+                rows[label].append(row)
+                print(f"  first use, {label}: compile {row['compile_seconds']:.1f} s in "
+                      f"{row['compiles']} compiles, first use {row['first_use_seconds']:.1f} s, "
+                      f"import {row['import_seconds']:.1f} s (load {load[0]:.1f})", flush=True)
+    best = {label: min(r, key=lambda row: row["compile_seconds"]) for label, r in rows.items()}
+    return {"runs": rows, "best": best, "target_fresh_compile_seconds": 6.0}
+
+
 #: the busy processes' own deadline (s): they end then even if this script is killed
 HOG_DEADLINE = 3600
 _HOG = "import time\nend = time.monotonic() + {deadline}\nwhile time.monotonic() < end:\n    pass\n"
@@ -427,7 +627,33 @@ def main(argv=None):
                         help="measure the busy-machine rows only, into an existing --out file")
     parser.add_argument("--busy-n", type=int, default=4000,
                         help="samples after the warm-up in the busy rows")
+    parser.add_argument("--only-limit", action="store_true",
+                        help="measure the kernel's-limit and first-use compile rows only, into "
+                             "--out (its other rows kept when it exists)")
+    parser.add_argument("--no-limit", action="store_true",
+                        help="skip the kernel's-limit and first-use compile rows")
+    parser.add_argument("--limit-n", type=int, default=2048,
+                        help="samples of the kernel's-limit rows")
+    parser.add_argument("--rows", nargs="+", metavar="TEXT",
+                        help="measure only the per-sample and block rows whose name contains one "
+                             "of these texts (and river's BLR, the reference), print them and "
+                             "write nothing (e.g. --rows DOBE,)")
     args = parser.parse_args(argv)
+
+    if args.rows:
+        return some_rows(args.rows, args.n, args.repeats)
+
+    if args.only_limit:
+        payload = json.loads(args.out.read_text()) if args.out.exists() else {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            payload["limit"] = limit_rows(args.limit_n, args.repeats)
+            payload["limit"]["measured"] = datetime.datetime.now().isoformat(timespec="seconds")
+            payload["first_use"] = compile_rows()
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(payload, indent=2))
+        print(f"wrote the kernel's-limit and first-use rows into {args.out}")
+        return payload
 
     if args.only_busy:
         payload = json.loads(args.out.read_text())
@@ -474,6 +700,8 @@ def main(argv=None):
         warmup["ratio_parallel_to_serial"] = (warmup["parallel"]["seconds_best"]
                                               / warmup["serial"]["seconds_best"])
         crossover = [] if args.no_threshold else threshold(data[:6000])
+        limit = None if args.no_limit else limit_rows(args.limit_n, args.repeats)
+        first_use = None if args.no_limit else compile_rows()
         load_quiet_end = _load()
         busy = None if args.no_busy else busy_rows(args.busy_n, args.repeats)
 
@@ -548,11 +776,41 @@ def main(argv=None):
         "ratios": ratios,
         "warmup": warmup,
         "threshold": crossover,
+        "limit": limit,
+        "first_use": first_use,
         "busy": busy,
     }
     args.out.write_text(json.dumps(payload, indent=2))
     print(f"wrote {args.out}")
     return payload
+
+
+def some_rows(texts: list[str], n: int, repeats: int) -> dict:
+    """The rows of :func:`candidates` whose name contains one of ``texts``, beside river's BLR,
+    measured as the full run measures them (interleaved, best of ``repeats``); printed only."""
+    load_start = _load()
+    data = list(Friedman1(n_samples=n, seed=0))
+    models = {name: row for name, row in candidates().items()
+              if name == "river BayesianLinearRegression" or any(t in name for t in texts)}
+    results = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for make, path, n_threads in models.values():
+            with river_doebe.num_threads(n_threads):
+                stream(make(), data[:300], path)  # compile, fill caches
+        for _ in range(repeats):
+            for name, (make, path, n_threads) in models.items():
+                with river_doebe.num_threads(n_threads):
+                    row = run_one(make, data, 1, path)
+                if name not in results or row["seconds"] < results[name]["seconds"]:
+                    results[name] = row
+    ref = results["river BayesianLinearRegression"]["samples_per_second"]
+    for name, r in results.items():
+        r["speed_ratio_vs_river_blr"] = r["samples_per_second"] / ref
+        print(f"  {name}: {r['samples_per_second']:.0f}/s ({r['seconds']:.3f} s, "
+              f"{r['speed_ratio_vs_river_blr']:.2f}x river BLR)", flush=True)
+    print(f"  load at start {load_start}, at end {_load()}")
+    return results
 
 
 def _print_busy(busy: dict) -> None:

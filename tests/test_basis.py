@@ -271,22 +271,17 @@ def test_stacked_kernel_matches_members(pair):
     Z = _data(6, seed=4, scale=1.5)
     for kernel in (a._kernel, a._kernel_parallel):
         Phi = np.full((3, len(Z), F), np.nan)
-        kernel(Z, Phi, rows, np.ones(3, dtype=np.bool_), *stacked)
+        kernel(Z, Phi, rows, *stacked)
         for t, z in enumerate(Z):
             np.testing.assert_allclose(Phi[2, t, : a.n_outputs], a.featurize_one(z), rtol=1e-14)
             np.testing.assert_allclose(Phi[0, t, : b.n_outputs], b.featurize_one(z), rtol=1e-14)
             # one row at a time: the same numbers as in a block, bit for bit
             one = np.full((3, 1, F), np.nan)
-            kernel(Z[t : t + 1], one, rows, np.ones(3, dtype=np.bool_), *stacked)
+            kernel(Z[t : t + 1], one, rows, *stacked)
             np.testing.assert_array_equal(one[:, 0], Phi[:, t])
         # columns past a member's width, and members nobody owns, are left alone
         assert np.isnan(Phi[2, :, a.n_outputs :]).all() and np.isnan(Phi[0, :, b.n_outputs :]).all()
         assert np.isnan(Phi[1]).all()
-        # an inactive member is skipped
-        Phi = np.full((3, len(Z), F), np.nan)
-        kernel(Z, Phi, rows, np.array([True, True, False]), *stacked)
-        assert np.isnan(Phi[2]).all()
-        np.testing.assert_allclose(Phi[0, 0, : b.n_outputs], b.featurize_one(Z[0]), rtol=1e-14)
 
 
 def test_hsgp_recurrence_accuracy():

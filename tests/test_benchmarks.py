@@ -205,7 +205,7 @@ def test_throughput_writes_every_model_with_its_rate_and_ratio(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         payload = throughput.main(["--n", str(n), "--repeats", str(repeats), "--out", str(out),
-                                   "--no-threshold", "--no-busy"])
+                                   "--no-threshold", "--no-busy", "--no-limit"])
     assert json.loads(out.read_text()) == json.loads(json.dumps(payload))
     results = payload["results"]
     drop_in = [throughput.drop_in_name(model, n, path) for model in throughput.DROP_INS
@@ -242,6 +242,19 @@ def test_throughput_writes_every_model_with_its_rate_and_ratio(tmp_path):
     machine = payload["machine"]
     assert machine["cores"] >= 1 and machine["numba_threads"] >= 1
     assert payload["ratios"] and all(v > 0 for v in payload["ratios"].values())
+
+
+@pytest.mark.slow
+def test_throughput_limit_rows():
+    throughput = _load("throughput")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out = throughput.limit_rows(n=512, repeats=1, members=6, features=12)
+    assert set(out["samples_per_second_best"]) == {
+        "minimal sweep, per sample, 1 thread", "minimal sweep, blocked, 1 thread",
+        "library, per sample, 1 thread", "library, blocks, 1 thread"}
+    assert all(v > 0 for v in out["samples_per_second_best"].values())
+    assert len(out["fractions"]) == 2 and all(v > 0 for v in out["fractions"].values())
 
 
 def test_the_busy_processes_end_with_the_block_whatever_ends_it():

@@ -322,7 +322,7 @@ def test_a_pickle_stores_each_covariance_once_and_loads_it_exactly():
     blob = pickle.dumps(model)
     assert len(blob) < 0.6 * full.nbytes + len(pickle.dumps(engine.members))
     copy_ = pickle.loads(blob)
-    np.testing.assert_array_equal(copy_._engine._C, full)
+    np.testing.assert_array_equal(copy_._engine.state.C, full)
     after = zip(_one_by_one(copy_, xs[200:], y[200:], True),
                 _one_by_one(model, xs[200:], y[200:], True), strict=True)
     assert all(_same(a, b) for a, b in after)

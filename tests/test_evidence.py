@@ -73,7 +73,7 @@ class _Cosine(Basis):
 
     # the evidence tests use the array face only; a learner would need a streaming kernel
     @staticmethod
-    def _kernel(Z, Phi, rows, active, *stacked):
+    def _kernel(Z, Phi, rows, *stacked):
         raise NotImplementedError("a test basis of the evidence only")
 
     _kernel_parallel = _kernel
@@ -131,7 +131,7 @@ class _Bump(Basis):
 
     # the evidence tests use the array face only; a learner would need a streaming kernel
     @staticmethod
-    def _kernel(Z, Phi, rows, active, *stacked):
+    def _kernel(Z, Phi, rows, *stacked):
         raise NotImplementedError("a test basis of the evidence only")
 
     _kernel_parallel = _kernel

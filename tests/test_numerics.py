@@ -126,7 +126,7 @@ def test_a_dynamic_covariance_broken_by_rounding_is_repaired():
     features of a sample, the engine repairs it before predicting."""
     engine = Engine([Member(Linear(bias=False), 1.0, 0.01, 1e-3)])
     engine.setup(2)
-    engine._C[0, :2, :2] = [[1.0, 0.0], [0.0, -0.5]]  # as if rounding had broken it
+    engine.state.C[0, :2, :2] = [[1.0, 0.0], [0.0, -0.5]]  # as if rounding had broken it
     mean, var = engine.predict(np.array([0.0, 1.0]))
     assert var >= 0.01
     assert _psd(engine.Sigma[0])

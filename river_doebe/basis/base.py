@@ -12,13 +12,13 @@ A basis ``phi: R^D -> R^F`` has two faces:
 Each family writes one Numba kernel that featurises a *stack* of members of that family, for a
 block of inputs at once::
 
-    kernel(Z, Phi, rows, active, *stacked)
+    kernel(Z, Phi, rows, *stacked)
 
 ``Z`` is the ``(B, D)`` block of inputs (one row for a single sample), ``Phi`` the
 ``(M, B, F_max)`` output of the whole ensemble (member-major: a member's features for the block
 are contiguous, as the member-major filter reads them), ``rows[k]`` the member of ``Phi`` that
 member ``k`` of the family fills (it writes its first ``F_k`` columns and leaves the rest alone),
-``active[rows[k]]`` whether that member is wanted, and ``stacked`` the members' parameter arrays
+and ``stacked`` the members' parameter arrays
 (from :meth:`Basis._params`), each with a leading member axis and zero-padded to the largest
 member. A single learner is a stack of one. The loop over the members is a ``numba.prange``: the
 kernel is compiled once for one thread (``_kernel``) and once for all of them
@@ -192,12 +192,12 @@ class Basis(base.Transformer, abc.ABC):
 
     @staticmethod
     @abc.abstractmethod
-    def _kernel(Z, Phi, rows, active, *stacked):
+    def _kernel(Z, Phi, rows, *stacked):
         """The jitted stack kernel (see the module's docstring)."""
 
     @staticmethod
     @abc.abstractmethod
-    def _kernel_parallel(Z, Phi, rows, active, *stacked):
+    def _kernel_parallel(Z, Phi, rows, *stacked):
         """The stack kernel with its member loop on every thread (the same numbers)."""
 
     @abc.abstractmethod
@@ -213,7 +213,7 @@ class Basis(base.Transformer, abc.ABC):
         z = np.ascontiguousarray(z, dtype=np.float64)
         self.initialize(z.shape[0])
         out = np.zeros((1, 1, self.n_outputs))
-        self._kernel(z[None, :], out, _ROW0, _ACTIVE1, *stack_params([self._params()]))
+        self._kernel(z[None, :], out, _ROW0, *stack_params([self._params()]))
         return out[0, 0]
 
     @abc.abstractmethod
@@ -280,7 +280,7 @@ class Basis(base.Transformer, abc.ABC):
             Z = schema.frame_to_array(X)
         # through the streaming kernel, a block of rows at once: what transform_one gives
         Phi = np.zeros((1, len(Z), self.n_outputs))
-        self._kernel(np.ascontiguousarray(Z, dtype=np.float64), Phi, _ROW0, _ACTIVE1,
+        self._kernel(np.ascontiguousarray(Z, dtype=np.float64), Phi, _ROW0,
                      *stack_params([self._params()]))
         return pd.DataFrame(Phi[0], index=X.index, columns=self.feature_names())
 
@@ -449,4 +449,3 @@ def _grown_per_input(values: np.ndarray, shared: np.ndarray, n_inputs: int) -> n
     return np.r_[values, np.full(n_inputs - values.shape[0], NEW_INPUT_LENGTHSCALE)]
 
 _ROW0 = np.zeros(1, dtype=np.int64)
-_ACTIVE1 = np.ones(1, dtype=np.bool_)

@@ -9,7 +9,6 @@ import numba
 import numpy as np
 
 from river_doebe.basis.base import (
-    _ACTIVE1,
     _ROW0,
     _check_lengthscale,
     _check_positive_int,
@@ -47,12 +46,10 @@ def penalty_eigen(n_basis: int, order: int) -> tuple[np.ndarray, np.ndarray]:
     return s, np.ascontiguousarray(V)
 
 
-def _bspline(Z, Phi, rows, active, n_basis, degree, lo, width, weights, n_base, shift):
+def _bspline(Z, Phi, rows, n_basis, degree, lo, width, weights, n_base, shift):
     B, D = Z.shape
     for k in numba.prange(rows.shape[0]):
         r = rows[k]
-        if not active[r]:
-            continue
         n = n_basis[k]
         p = degree[k]
         K = n - p  # knot intervals inside the boundary
@@ -329,7 +326,7 @@ class BSpline(_PositiveHyperBasis):
         self._shift = np.zeros((D, self._n))
         if base < D:
             out = np.zeros((1, 1, D * self._n))
-            self._kernel(np.zeros((1, D)), out, _ROW0, _ACTIVE1, *stack_params([self._params()]))
+            self._kernel(np.zeros((1, D)), out, _ROW0, *stack_params([self._params()]))
             self._shift[base:] = out[0, 0].reshape(D, self._n)[base:]
 
     @property

@@ -9,7 +9,6 @@ import numba
 import numpy as np
 
 from river_doebe.basis.base import (
-    _ACTIVE1,
     _LOG_LS_BOUNDS,
     _ROW0,
     _check_lengthscale,
@@ -63,13 +62,11 @@ def spectral_density(omega, lengthscale=1.0, kernel="se"):
     return np.exp(_log_spectral_density(np.asarray(omega, dtype=np.float64), l, kernel)[0])
 
 
-def _hsgp(Z, Phi, rows, active, n_eig, boundary, weights, n_base, shift):
+def _hsgp(Z, Phi, rows, n_eig, boundary, weights, n_base, shift):
     B, D = Z.shape
     for ki in numba.prange(rows.shape[0] * B):  # (member, row) pairs: even runs per thread
         k, i = ki // B, ki % B
         r = rows[k]
-        if not active[r]:
-            continue
         J = n_eig[k]
         for d in range(D):
             L = boundary[k, d]
@@ -264,7 +261,7 @@ class HilbertGP(_PositiveHyperBasis):
         self._shift = np.zeros((D, self._J))
         if base < D:
             out = np.zeros((1, 1, D * self._J))
-            self._kernel(np.zeros((1, D)), out, _ROW0, _ACTIVE1, *stack_params([self._params()]))
+            self._kernel(np.zeros((1, D)), out, _ROW0, *stack_params([self._params()]))
             self._shift[base:] = out[0, 0].reshape(D, self._J)[base:]
 
     @property

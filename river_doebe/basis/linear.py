@@ -11,12 +11,10 @@ from river_doebe.kernels.jit import stack_kernel
 __all__ = ["Linear"]
 
 
-def _linear(Z, Phi, rows, active, bias):
+def _linear(Z, Phi, rows, bias):
     B, D = Z.shape
     for k in numba.prange(rows.shape[0]):
         r = rows[k]
-        if not active[r]:
-            continue
         for t in range(B):
             for d in range(D):
                 Phi[r, t, d] = Z[t, d]

@@ -11,12 +11,10 @@ from river_doebe.kernels.jit import stack_kernel
 __all__ = ["AdditivePolynomial"]
 
 
-def _poly(Z, Phi, rows, active, degree, bias):
+def _poly(Z, Phi, rows, degree, bias):
     B, D = Z.shape
     for k in numba.prange(rows.shape[0]):
         r = rows[k]
-        if not active[r]:
-            continue
         P = degree[k]
         for t in range(B):
             for d in range(D):

@@ -21,13 +21,11 @@ from river_doebe.kernels.jit import stack_kernel
 __all__ = ["RBFNetwork"]
 
 
-def _rbf(Z, Phi, rows, active, centres, inv_ls, n_set, n_centres):
+def _rbf(Z, Phi, rows, centres, inv_ls, n_set, n_centres):
     B, D = Z.shape
     for kt in numba.prange(rows.shape[0] * B):  # (member, row) pairs: even runs per thread
         k, t = kt // B, kt % B
         r = rows[k]
-        if not active[r]:
-            continue
         m = n_set[k]
         for c in range(m):
             acc = 0.0

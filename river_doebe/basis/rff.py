@@ -27,13 +27,11 @@ _SAMPLERS = ("mc", "qmc")
 _U_CLIP = 1e-12
 
 
-def _rff(Z, Phi, rows, active, W, n_freq, scale):
+def _rff(Z, Phi, rows, W, n_freq, scale):
     B, D = Z.shape
     for kt in numba.prange(rows.shape[0] * B):  # (member, row) pairs: even runs per thread
         k, t = kt // B, kt % B
         r = rows[k]
-        if not active[r]:
-            continue
         s = scale[k]
         for h in range(n_freq[k]):
             a = 0.0
@@ -129,9 +127,8 @@ class RandomFourierFeatures(Basis):
     starting value (``start_floor = 0.1``): the widest start, ten times each input's warm-up
     range, stays a smooth mode of at least that range. Every feature mixes every input, so at
     length scales shorter than the warm-up window's spread the features turn into noise once
-    later inputs leave the window's box (on CaData, whose first 1,000 rows cover a few streets,
-    latitude and longitude go 50 warm-up standard deviations out), and the smooth mode is the
-    one that still extrapolates; on streams that stay in the box the weights pick the others.
+    later inputs leave the window's box, and the smooth mode is the one that still extrapolates;
+    on streams that stay in the box the weights pick the others.
 
     Parameters
     ----------

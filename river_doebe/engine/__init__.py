@@ -7,7 +7,7 @@ for many rows at once, :meth:`Engine.learn_block`. The modules:
 
 - :mod:`~river_doebe.engine.members`: :class:`Member`, the one record of a member (basis,
   variances, random walk, and where the warm-up found it), :class:`FilterError`, and the
-  switching matrices (:func:`edoebe_transition`, :func:`sparse_transition`);
+  switching matrices (:func:`edoebe_transition`, :func:`csc_transition`);
 - :mod:`~river_doebe.engine.core`: :class:`Engine`, the stack and the Gaussian likelihood;
 - :mod:`~river_doebe.engine.logistic`: :class:`LogisticEngine`, the same stack with a logistic
   likelihood;
@@ -53,7 +53,6 @@ from river_doebe.engine.members import (
     Member,
     csc_transition,
     edoebe_transition,
-    sparse_transition,
     twin_members,
 )
 from river_doebe.engine.threads import (
@@ -78,7 +77,6 @@ __all__ = [
     "get_num_threads",
     "num_threads",
     "set_num_threads",
-    "sparse_transition",
     "twin_members",
     "Weighting",
 ]

@@ -13,6 +13,8 @@ from river_doebe.engine.threads import Pace, balanced_order
 from river_doebe.engine.weighting import Weighting
 from river_doebe.kernels.gaussian import gaussian_block, gaussian_block_parallel, gaussian_update
 from river_doebe.kernels.stack import (
+    Params,
+    State,
     flush_stack,
     predict_stack,
     predict_stack_parallel,
@@ -65,8 +67,9 @@ class Engine:
 
     #: per-step buffers, rebuilt rather than pickled
     _scratch: frozenset = frozenset(
-        ("Phi", "V", "E", "mean", "var", "loglik", "new_log_w", "filtered", "log_prior",
-         "status", "_cache_z", "_reach", "src", "_slot_active", "order", "_pace", "_block_pace")
+        ("Phi", "V", "E", "mean", "var", "loglik", "new_log_w", "log_prior", "status",
+         "_cache_z", "_reach", "src", "n_slots", "order", "params", "_kernel_params",
+         "_kernel_state", "_pace", "_block_pace")
     )
 
     def __init__(self, members: list[Member], transition=None, weight_floor: float = 0.0,
@@ -117,6 +120,19 @@ class Engine:
         """The live members, in stack order."""
         return [self.members[i] for i in self.live.tolist()]
 
+    @property
+    def state(self) -> State:
+        """What learning changes in the live members (:class:`river_doebe.kernels.stack.State`:
+        their means, covariance factors and owed updates), in stack order."""
+        return self._state
+
+    @state.setter
+    def state(self, state) -> None:
+        self._state = State(*state)
+        # the kernels take it as a plain tuple (see river_doebe.kernels.stack): made here, so
+        # that it always holds the arrays of the record
+        self._kernel_state = tuple(self._state)
+
     # ------------------------------------------------------------------ set-up
     def setup(self, n_inputs: int) -> None:
         """Initialise the bases for ``n_inputs`` inputs and allocate the stacked state."""
@@ -126,19 +142,16 @@ class Engine:
         M = self.M
         self.F = np.array([m.basis.n_outputs for m in self.stack], dtype=np.int64)
         Fmax = int(self.F.max())
-        self._mu = np.zeros((M, Fmax))
         # a static member keeps the square root U' (lower triangular), a dynamic one Sigma
-        self._C = np.zeros((M, Fmax, Fmax))
+        C = np.zeros((M, Fmax, Fmax))
         for k in range(M):
             idx = np.arange(self.F[k])
             vt = self.var_theta[k]
-            self._C[k, idx, idx] = math.sqrt(vt) if self.static[k] else vt
-        # the update owed since the last learn (see kernels.stack.predict_stack)
-        self.pvec = np.zeros((M, Fmax))
-        self.pc = np.zeros(M)
-        self.pg = np.zeros(M)
-        self.pend = np.zeros(M, dtype=np.bool_)
-        self.n_filtered = np.zeros(M, dtype=np.int64)
+            C[k, idx, idx] = math.sqrt(vt) if self.static[k] else vt
+        # no update owed yet (see kernels.stack.predict_stack)
+        self.state = State(mu=np.zeros((M, Fmax)), C=C, pvec=np.zeros((M, Fmax)),
+                           alpha0=np.zeros(M), pg=np.zeros(M), pend=np.zeros(M, dtype=np.bool_),
+                           n_filtered=np.zeros(M, dtype=np.int64))
         self.log_w = np.full(M, -math.log(M))
         self._build_groups()
         self._allocate_scratch()
@@ -146,8 +159,10 @@ class Engine:
         self.log_evidence = 0.0
 
     def _allocate_scratch(self) -> None:
-        M, Fmax = self._mu.shape
-        self.Phi = np.zeros((len(self._slot_active), Fmax))  # one row per distinct basis
+        M, Fmax = self.state.mu.shape
+        self.params = Params(self.F, self.static, self.var_rw, self.var_theta, self.var_eps)
+        self._kernel_params = tuple(self.params)  # (a plain tuple, as the state's)
+        self.Phi = np.zeros((self.n_slots, Fmax))  # one row per distinct basis
         self.V = np.zeros((M, Fmax))
         self.E = np.zeros((M, Fmax))
         self.mean = np.zeros(M)
@@ -155,7 +170,6 @@ class Engine:
         self.loglik = np.zeros(M)
         self.new_log_w = np.empty(M)
         self.log_prior = self.log_w.copy()
-        self.filtered = np.ones(M, dtype=np.bool_)  # every live member (the dead are gone)
         self._reach = np.ones(M, dtype=np.bool_)
         self.status = np.zeros(M, dtype=np.int8)
         self._cache_z = None
@@ -188,7 +202,7 @@ class Engine:
                 slot = slots[key] = len(slots)
                 owners.setdefault(type(m.basis), []).append((slot, k))
             self.src[k] = slot
-        self._slot_active = np.ones(len(slots), dtype=np.bool_)
+        self.n_slots = len(slots)
         self.groups = []
         for cls, pairs in owners.items():
             params = stack_params([stack[k].basis._params() for _, k in pairs])
@@ -202,15 +216,11 @@ class Engine:
         ]
 
     # ------------------------------------------------------------------ steps
-    def _predict_var_eps(self) -> np.ndarray:
-        """The noise variance the predict sweep adds (the logistic engine: none)."""
-        return self.var_eps
-
     def _featurize(self, Z: np.ndarray, Phi: np.ndarray, parallel: bool) -> None:
         """The features of the rows ``Z (B, D)`` for every member, into ``Phi (M, B, F_max)``."""
         for cls, slots, params, _ in self.groups:
             kernel = cls._kernel_parallel if parallel else cls._kernel
-            kernel(Z, Phi, slots, self._slot_active, *params)
+            kernel(Z, Phi, slots, *params)
 
     def _switch(self) -> None:
         """The weights for the next prediction (the switching step, or the weights as they
@@ -230,13 +240,12 @@ class Engine:
             return
         self._switch()
         # a stack on the parallel sweep featurises on every thread too: the threads are awake
-        # already, and 90 members of 100 features take 28 us instead of 40
+        # already (benchmarks/results/engine.md)
         parallel = self.M > 1 and self._pace.start(self.work, self.M)  # (a single learner: never)
         self._featurize(z[None, :], self.Phi[:, None, :], parallel)
         sweep = predict_stack_parallel if parallel else predict_stack
-        if sweep(self.order, self.Phi, self.src, self.F, self.static, self._mu, self._C,
-                 self.var_rw, self._predict_var_eps(), self.filtered, self.V, self.E, self.mean,
-                 self.var, self.pvec, self.pc, self.pg, self.pend, self.status):
+        if sweep(self.order, self.Phi, self.src, self._kernel_params, self._kernel_state, self.V,
+                 self.E, self.mean, self.var, self.status):
             k = int(np.flatnonzero(self.status)[0])
             raise FilterError(
                 f"member {int(self.live[k])} ({type(self.stack[k].basis).__name__}) cannot "
@@ -251,11 +260,8 @@ class Engine:
     def _update_members(self, y) -> int:
         """Fold the target into every member; writes ``self.loglik``; 0 or a member + 1 that
         refused the sample (nothing changed then)."""
-        return gaussian_update(
-            self.F, self.static, self._mu, self.V, self.mean, self.var, self.var_theta,
-            self.var_eps, y, self.filtered, self.loglik, self.pc, self.pg, self.pend,
-            self.n_filtered,
-        )
+        return gaussian_update(self._kernel_params, self._kernel_state, self.V, self.mean,
+                               self.var, y, self.loglik)
 
     def predict(self, z: np.ndarray) -> tuple[float, float]:
         """Moment-matched predictive mean and variance of the (weighted) stack."""
@@ -301,7 +307,6 @@ class Engine:
                 f"member {int(self.live[k])} ({type(self.stack[k].basis).__name__}) cannot "
                 "learn this sample: its update would not be finite"
             )
-        self.V, self.pvec = self.pvec, self.V
         if self.M == 1:
             self.log_evidence += float(self.loglik[0])
         else:
@@ -351,11 +356,11 @@ class Engine:
         self.live = self.live[keep]
         F = self.F[keep]
         Fmax = int(F.max())
-        self._mu = np.ascontiguousarray(self._mu[keep, :Fmax])
-        self._C = np.ascontiguousarray(self._C[keep, :Fmax, :Fmax])
-        self.pvec = np.ascontiguousarray(self.pvec[keep, :Fmax])
-        for name in ("pc", "pg", "pend", "n_filtered", "log_w"):
-            setattr(self, name, getattr(self, name)[keep].copy())
+        # every field of the state: its rows ``keep``, cut to the new widest member
+        self.state = State(*(np.ascontiguousarray(a[keep][(slice(None),)
+                                                          + (slice(0, Fmax),) * (a.ndim - 1)])
+                             for a in self.state))
+        self.log_w = self.log_w[keep].copy()
         self.F = F
         self._per_member()
         self._build_groups()
@@ -383,20 +388,21 @@ class Engine:
         rows before it learnt and nothing of it or after it.
         """
         B = Z.shape[0]
-        M, Fmax = self._mu.shape
+        M, Fmax = self.state.mu.shape
         self._pace.forget()  # the time of a block is not a sample's
         parallel = self._block_pace.start(self.work, self.M, B)
         # slot-major, as the kernels read it (each fills the columns its members read)
-        Phi3 = np.empty((len(self._slot_active), B, Fmax))
+        Phi3 = np.empty((self.n_slots, B, Fmax))
         self._featurize(np.ascontiguousarray(Z), Phi3, parallel)
-        saved = self._block_state()
+        saved = State(*(a.copy() for a in self.state))  # what a refused row puts back
         out = self._member_pass(Phi3, Y, parallel)
         self._block_pace.stop()
         bad = out[-1]
         if (bad >= 0).any():
             t_bad = int(bad[bad >= 0].min())
             k = int(np.flatnonzero(bad == t_bad)[0])
-            self._restore(saved)
+            self.state = saved
+            self._cache_z = None
             if t_bad:
                 self.learn_block(Z[:t_bad], Y[:t_bad])  # exact: none of them was refused
             err = FilterError(
@@ -426,25 +432,13 @@ class Engine:
         mean, var, loglik = np.empty((B, M)), np.empty((B, M)), np.empty((B, M))
         bad = np.empty(M, dtype=np.int64)
         self._block_kernel(parallel)(
-            self.order, Phi3, self.src, np.asarray(Y, dtype=np.float64), self.F, self.static,
-            self._mu, self._C, self.var_rw, self.var_theta, self.var_eps, self.filtered, self.V,
-            self.E, self.pvec, self.pc, self.pg, self.pend, self.n_filtered, mean, var, loglik,
-            bad,
+            self.order, Phi3, self.src, np.asarray(Y, dtype=np.float64), self._kernel_params,
+            self._kernel_state, self.V, self.E, mean, var, loglik, bad,
         )
         return mean, var, loglik, bad
 
     def _block_logits(self, out):
         return _NO_LOGITS
-
-    def _block_state(self) -> dict:
-        """What a block changes, for putting it back if a row is refused."""
-        return {name: getattr(self, name).copy()
-                for name in ("_mu", "_C", "pvec", "pc", "pg", "pend", "n_filtered")}
-
-    def _restore(self, saved: dict) -> None:
-        for name, value in saved.items():
-            setattr(self, name, value)
-        self._cache_z = None
 
     # ------------------------------------------------------------------ growth
     @property
@@ -469,32 +463,35 @@ class Engine:
         positions = [np.asarray(m.basis.grow(n_inputs), dtype=np.int64) for m in stack]
         F_new = np.array([m.basis.n_outputs for m in stack], dtype=np.int64)
         M, Fmax = self.M, int(F_new.max())
-        self._mu = np.zeros((M, Fmax))
-        self._C = np.zeros((M, Fmax, Fmax))
+        mu_new = np.zeros((M, Fmax))
+        C_new = np.zeros((M, Fmax, Fmax))
+        n_filtered = self.state.n_filtered
         for k in range(M):
             f, pos = int(self.F[k]), positions[k]
             fresh = np.setdiff1d(np.arange(F_new[k]), pos)
-            self._mu[k, pos] = mu[k, :f]
-            self._C[k][np.ix_(pos, pos)] = C[k, :f, :f]
+            mu_new[k, pos] = mu[k, :f]
+            C_new[k][np.ix_(pos, pos)] = C[k, :f, :f]
             vt = self.var_theta[k]
             if self.static[k]:
-                self._C[k, fresh, fresh] = math.sqrt(vt)
+                C_new[k, fresh, fresh] = math.sqrt(vt)
             else:
-                self._C[k, fresh, fresh] = vt + self.n_filtered[k] * self.var_rw[k]
+                C_new[k, fresh, fresh] = vt + n_filtered[k] * self.var_rw[k]
         self.F = F_new
         self.n_inputs = n_inputs
-        self.pvec = np.zeros((M, Fmax))
-        self.pend = np.zeros(M, dtype=np.bool_)
+        # every owed update is applied: nothing owed
+        self.state = self.state._replace(mu=mu_new, C=C_new, pvec=np.zeros((M, Fmax)),
+                                         pend=np.zeros(M, dtype=np.bool_))
         self._build_groups()
         self._allocate_scratch()
 
     # ------------------------------------------------------------------ views
     def _flushed(self) -> tuple[np.ndarray, np.ndarray]:
         """Copies of the means and covariance factors with every owed update applied."""
-        mu, C = self._mu.copy(), self._C.copy()
-        if self.pend.any():
-            flush_stack(self.F, self.static, mu, C, self.var_rw, np.zeros_like(mu), self.pvec,
-                        self.pc, self.pg, self.pend.copy())
+        s = self.state
+        mu, C = s.mu.copy(), s.C.copy()
+        if s.pend.any():
+            flush_stack(self._kernel_params, tuple(s._replace(mu=mu, C=C, pend=s.pend.copy())),
+                        np.zeros_like(mu))
         return mu, C
 
     @property
@@ -535,6 +532,9 @@ class Engine:
         filter would then miss the rest of it), and the window's densities do not count.
         """
         Y = Y.tolist() if isinstance(Y, np.ndarray) else list(Y)
+        # rows of a C-ordered array, as every other sample: a strided row (the warm-up's window
+        # is Fortran-ordered) would compile each featurisation kernel once more, for nothing
+        Z = np.ascontiguousarray(Z, dtype=np.float64)
         floor = self.log_floor
         self.log_floor = -np.inf
         try:
@@ -563,21 +563,32 @@ class Engine:
         # the kernels' parameters are the live bases' own: rebuilt on loading
         state.pop("groups", None)
         state.pop("_observers", None)
-        if "_mu" in state:
+        if "_state" in state:
             # the owed updates applied (on copies): the same numbers as applying them later
-            state["_mu"], C = self._flushed()
-            state["pend"] = np.zeros_like(self.pend)
-            state["_C"] = _pack_covariances(C, self.static)
+            mu, C = self._flushed()
+            members = state.pop("_state")._replace(mu=mu, C=_pack_covariances(C, self.static),
+                                                   pend=np.zeros_like(self.state.pend))
+            state["state"] = dict(zip(State._fields, members, strict=True))
         return state
 
     def __setstate__(self, state):
         state.pop("groups", None)  # (pickles of an earlier version)
-        if isinstance(state.get("_C"), tuple):
-            state["_C"] = _unpack_covariances(state["_C"], state["static"])
-        self.__dict__.update(state)
         if "_mu" in state:
+            # (pickles from before the stack state was one record: its fields one by one)
+            state["state"] = {field: state.pop(old) for field, old in _STATE_BEFORE_0_X.items()}
+        fields = state.pop("state", None)
+        self.__dict__.update(state)
+        if fields is not None:
+            if isinstance(fields["C"], tuple):
+                fields["C"] = _unpack_covariances(fields["C"], state["static"])
+            self.state = State(**fields)
             self._build_groups()
             self._allocate_scratch()
+
+
+#: the engine attributes that held the state's fields before :class:`State` (older pickles)
+_STATE_BEFORE_0_X = {"mu": "_mu", "C": "_C", "pvec": "pvec", "alpha0": "pc", "pg": "pg",
+                     "pend": "pend", "n_filtered": "n_filtered"}
 
 
 def _pack_covariances(C: np.ndarray, static: np.ndarray):

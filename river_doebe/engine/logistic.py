@@ -10,9 +10,9 @@ from river_doebe._checks import check_update
 from river_doebe.engine.core import Engine
 from river_doebe.engine.members import Member
 from river_doebe.kernels.logistic import (
-    laplace_block,
-    laplace_block_parallel,
-    laplace_update_stack,
+    logistic_block,
+    logistic_block_parallel,
+    logistic_update_stack,
     probit_logits,
 )
 from river_doebe.kernels.weights import mixture_proba
@@ -29,7 +29,7 @@ class LogisticEngine(Engine):
     Per member and step: the latent predictive ``N(a, s2)`` comes from the Gaussian predict kernel
     with ``var_eps = 0``; the member's predictive is ``p(y = 1) = sigmoid(a / sqrt(1 + pi s2 / 8))``
     and its log predictive of the observed label is what the weights use; the update is the
-    one-sample Laplace step of :func:`river_doebe.kernels.logistic.laplace_update_stack`, or with
+    one-sample Laplace step of :func:`river_doebe.kernels.logistic.logistic_update_stack`, or with
     ``update="ipl"`` its iterated posterior linearisation (:mod:`river_doebe.kernels.ipl`).
     """
 
@@ -52,18 +52,14 @@ class LogisticEngine(Engine):
         self._t = np.zeros(self.M)
         self._lam = np.zeros(self.M)
 
-    def _predict_var_eps(self) -> np.ndarray:
-        return self.var_eps  # zeros: the predict sweep gives the latent predictive N(a, s2)
-
     def _predict_extra(self) -> None:
-        probit_logits(self.mean, self.var, self.filtered, self.logit)
+        probit_logits(self.mean, self.var, self.logit)
 
     def _update_members(self, code: int) -> int:
         """Laplace step of every live member; writes ``self.loglik``."""
-        return laplace_update_stack(
-            self.F, self.static, self._mu, self.V, self.mean, self.var, self.logit,
-            self.var_theta, code, self.filtered, self.loglik, self.pc, self.pg, self.pend,
-            self.n_filtered, self._t, self._lam, self.update == "ipl",
+        return logistic_update_stack(
+            self._kernel_params, self._kernel_state, self.V, self.mean, self.var, self.logit, code,
+            self.loglik, self._t, self._lam, self.update == "ipl",
         )
 
     # ------------------------------------------------------------------ classifier views
@@ -88,8 +84,8 @@ class LogisticEngine(Engine):
         With a zero-mean prior the logistic filter is symmetric under ``theta -> -theta``,
         ``y -> 1 - y``: negating the means (and the cached latent means) is an exact relabelling.
         """
-        self._mu *= -1.0
-        self.pg *= -1.0  # a static member's owed mean step flips with its mean
+        self.state.mu[...] *= -1.0
+        self.state.pg[...] *= -1.0  # a static member's owed mean step flips with its mean
         self.mean *= -1.0
         self.logit *= -1.0
 
@@ -97,7 +93,7 @@ class LogisticEngine(Engine):
     _classifies = True
 
     def _block_kernel(self, parallel: bool):
-        return laplace_block_parallel if parallel else laplace_block
+        return logistic_block_parallel if parallel else logistic_block
 
     def _member_pass(self, Phi3, Y, parallel: bool):
         M, B = self.M, Phi3.shape[1]
@@ -105,10 +101,8 @@ class LogisticEngine(Engine):
         logit, loglik = np.empty((B, M)), np.empty((B, M))
         bad = np.empty(M, dtype=np.int64)
         self._block_kernel(parallel)(
-            self.order, Phi3, self.src, np.asarray(Y, dtype=np.int64), self.F, self.static,
-            self._mu, self._C, self.var_rw, self.var_theta, self.var_eps, self.filtered, self.V,
-            self.E, self.pvec, self.pc, self.pg, self.pend, self.n_filtered, mean, var, logit,
-            loglik, bad, self.update == "ipl",
+            self.order, Phi3, self.src, np.asarray(Y, dtype=np.int64), self._kernel_params,
+            self._kernel_state, self.V, self.E, mean, var, logit, loglik, bad, self.update == "ipl",
         )
         return mean, var, logit, loglik, bad
 

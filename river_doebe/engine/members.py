@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from river_doebe._checks import check_transition
 from river_doebe.basis.base import Basis
 
 __all__ = [
@@ -17,7 +16,6 @@ __all__ = [
     "Member",
     "csc_transition",
     "edoebe_transition",
-    "sparse_transition",
     "twin_members",
 ]
 
@@ -76,11 +74,6 @@ def twin_members(members: list[Member], levels) -> list[Member]:
         for level in levels
         for m in members
     ]
-
-
-def sparse_transition(Q: np.ndarray):
-    """Validate a row-stochastic matrix; store it column-wise, in logs, for the switching step."""
-    return csc_transition(check_transition(Q))
 
 
 #: the ensembles' default weight floor: a member is dropped only when it would need

@@ -6,9 +6,9 @@ depend on the thread count), and the E-DOEBE warm-up's fit runs its jobs on a po
 Whether the threads pay depends on the machine *now*: on a quiet machine a second core nearly
 halves a large stack's time, but beside other CPU-bound programs a parallel region waits at its
 barrier for a thread that the system has descheduled, and one sample at a time that costs more
-than the region saves (ten times the time of one thread, measured). So by default nothing is
-decided in advance: each stack times its own calls on the stream it learns, serial and parallel
-in turn, and runs the faster (:class:`Pace`), checking again as it goes.
+than the region saves (``benchmarks/results/throughput.json``, its busy rows). So by default
+nothing is decided in advance: each stack times its own calls on the stream it learns, serial
+and parallel in turn, and runs the faster (:class:`Pace`), checking again as it goes.
 
 The library's setting applies to every model of the process:
 
@@ -25,12 +25,12 @@ An explicit setting always wins over the timing. Nothing of the timing is pickle
 with a model: a loaded or copied model times its own calls again.
 
 The GNU OpenMP runtime (Numba's ``omp`` threading layer) keeps a thread that has no work
-spinning for 300,000 rounds (about 10 ms here) before it sleeps. Between the per-sample
+spinning for 300,000 rounds before it sleeps. Between the per-sample
 parallel regions of a busy machine that spinning thread is one more CPU-bound thread, fighting
 the process' own main thread and everything else. Unless the user set ``OMP_WAIT_POLICY`` or
-``GOMP_SPINCOUNT``, importing the library sets ``GOMP_SPINCOUNT`` to :data:`SPIN_COUNT` (about
-half a millisecond: enough to stay awake from one sample to the next on a quiet machine, short
-enough to give the core back soon on a busy one). It takes effect if OpenMP starts after the
+``GOMP_SPINCOUNT``, importing the library sets ``GOMP_SPINCOUNT`` to :data:`SPIN_COUNT` (enough
+to stay awake from one sample to the next on a quiet machine, short enough to give the core back
+soon on a busy one). It takes effect if OpenMP starts after the
 import (it reads its environment once, when it starts), and touches no other OpenMP runtime.
 """
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 import math
 
 import numba
-import numpy as np
 
 from river_doebe.kernels.jit import stack_kernel
 from river_doebe.kernels.stack import (
-    owe_block_row,
+    Params,
+    State,
+    owe_update,
     predict_member,
     record_update,
     step_is_finite,
@@ -38,89 +39,80 @@ def _can_learn(f, is_static, mu, v, mean, var, var_theta, var_eps, y):
 
 
 @numba.njit(cache=True, inline="always")
-def _learn(f, is_static, mu, v, mean, var, var_eps, y, pc, pg, m):
+def _learn(f, is_static, mu, v, mean, var, var_eps, y, alpha0, pg, m):
     """Record member ``m``'s update for ``y``; return its log-likelihood ``log N(y; mean, var)``."""
     r = y - mean
-    record_update(f, is_static, mu, v, r / var, 1.0 / var, var_eps, pc, pg, m)
+    record_update(f, is_static, mu, v, r / var, 1.0 / var, var_eps, alpha0, pg, m)
     return -0.5 * (LOG_2PI + math.log(var) + r * r / var)
 
 
 @numba.njit(cache=True)
-def gaussian_update(F, static, mu, V, mean, var, var_theta, var_eps, y, filtered, loglik, pc, pg,
-                    pend, n_filtered):
-    """Fold ``y`` into every filtered member with a Gaussian likelihood; record the owed updates.
+def gaussian_update(params, state, V, mean, var, y, loglik):
+    """Fold ``y`` into every member (``params``, ``state``: plain tuples of the fields of
+    :class:`~river_doebe.kernels.stack.Params` and :class:`~river_doebe.kernels.stack.State`)
+    with a Gaussian likelihood; record the owed updates.
 
-    Every filtered member is checked first: a residual, gain or mean step that would not be
-    finite returns ``m + 1`` for the first such member and changes nothing. Otherwise writes
-    ``loglik[m] = log N(y; mean[m], var[m])`` (``-inf`` for the others), updates the means of
-    dynamic members, turns ``V[m]`` into the owed factor (the caller keeps it as ``pvec``:
-    ``v sqrt(c)`` for dynamic members, ``f`` for static ones) and returns 0.
+    Every member is checked first: a residual, gain or mean step that would not be finite
+    returns ``m + 1`` for the first such member and changes nothing. Otherwise writes
+    ``loglik[m] = log N(y; mean[m], var[m])``, updates the means of dynamic members, keeps the
+    owed factor in the state's ``pvec`` (``v sqrt(c)`` for dynamic members, ``f`` for static
+    ones) and returns 0.
     """
+    p = Params(*params)
+    s = State(*state)
+    F, static, var_eps, mu = p.F, p.static, p.var_eps, s.mu
     M = mu.shape[0]
     for m in range(M):
-        if filtered[m] and not _can_learn(F[m], static[m], mu[m], V[m], mean[m], var[m],
-                                          var_theta[m], var_eps[m], y):
+        if not _can_learn(F[m], static[m], mu[m], V[m], mean[m], var[m], p.var_theta[m],
+                          var_eps[m], y):
             return m + 1
     for m in range(M):
-        if not filtered[m]:
-            loglik[m] = -np.inf
-            continue
-        loglik[m] = _learn(F[m], static[m], mu[m], V[m], mean[m], var[m], var_eps[m], y, pc, pg,
-                           m)
-        pend[m] = True
-        n_filtered[m] += 1
+        loglik[m] = _learn(F[m], static[m], mu[m], V[m], mean[m], var[m], var_eps[m], y,
+                           s.alpha0, s.pg, m)
+        owe_update(m, F[m], V, s)
     return 0
 
 
-@numba.njit(cache=True, inline="always")
-def _block_member(m, Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps, V, E, pvec, pc,
-                  pg, pend, n_filtered, mean_out, var_out, loglik_out):
+# not inlined, as predict_member (Numba loses the writes through a record's arrays when they
+# are inlined into a parallel loop)
+@numba.njit(cache=True)
+def _member_rows(m, Phi3, src, Y, p, s, V, E, mean_out, var_out, loglik_out):
     """Member ``m`` through every row of a block, as the per-sample steps would take it; returns
     the first row it cannot take (its status says why), or -1."""
-    f = F[m]
+    f = p.F[m]
+    is_static = p.static[m]
+    mu = s.mu
     for t in range(Y.shape[0]):
         mean, var = mean_out[t], var_out[t]
-        if predict_member(m, Phi3[src[m], t], F, static, mu, C, var_rw, var_eps, True, V, E,
-                          pvec, pc, pg, pend, mean, var):
+        if predict_member(m, Phi3[src[m], t], p, s, V, E, mean, var):
             return t
-        if not _can_learn(f, static[m], mu[m], V[m], mean[m], var[m], var_theta[m],
-                          var_eps[m], Y[t]):
+        if not _can_learn(f, is_static, mu[m], V[m], mean[m], var[m], p.var_theta[m],
+                          p.var_eps[m], Y[t]):
             return t
-        loglik_out[t, m] = _learn(f, static[m], mu[m], V[m], mean[m], var[m], var_eps[m], Y[t],
-                                  pc, pg, m)
-        owe_block_row(m, f, V, pvec, pend, n_filtered)
+        loglik_out[t, m] = _learn(f, is_static, mu[m], V[m], mean[m], var[m], p.var_eps[m], Y[t],
+                                  s.alpha0, s.pg, m)
+        owe_update(m, f, V, s)
     return -1
 
 
-def _gaussian_block(order, Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps, filtered,
-                    V, E, pvec, pc, pg, pend, n_filtered, mean_out, var_out, loglik_out, bad_row):
-    """A block of rows member by member: every filtered member ``m`` through every row of its
-    slot's features ``Phi3[src[m]]`` (``Phi3`` is ``(slots, B, F_max)``) while its covariance
-    stays in cache, writing each row's predictive ``mean_out[t, m]``, ``var_out[t, m]`` and
-    ``loglik_out[t, m]`` (``-inf`` for the others) and, in ``bad_row[m]``, the first row the
-    member could not take (-1: none). The weights are the caller's, row by row afterwards
-    (:func:`river_doebe.kernels.weights.weigh_block`): the members' filters do not depend on
-    them. The members are a ``prange`` in the order ``order`` (as in
+def _gaussian_block(order, Phi3, src, Y, params, state, V, E, mean_out, var_out, loglik_out,
+                    bad_row):
+    """A block of rows member by member: every member ``m`` (``params``, ``state``: plain tuples
+    of the fields of :class:`~river_doebe.kernels.stack.Params` and
+    :class:`~river_doebe.kernels.stack.State`) through every row of its slot's features
+    ``Phi3[src[m]]`` (``Phi3`` is ``(slots, B, F_max)``) while its covariance stays in cache,
+    writing each row's predictive
+    ``mean_out[t, m]``, ``var_out[t, m]`` and ``loglik_out[t, m]`` and, in ``bad_row[m]``, the
+    first row the member could not take (-1: none). The weights are the caller's, row by row
+    afterwards (:func:`river_doebe.kernels.weights.weigh_block`): the members' filters do not
+    depend on them. The members are a ``prange`` in the order ``order`` (as in
     :func:`river_doebe.kernels.stack.predict_stack`): the parallel twin spreads them over the
     threads."""
-    for j in numba.prange(F.shape[0]):
+    p = Params(*params)
+    s = State(*state)
+    for j in numba.prange(order.shape[0]):
         m = order[j]
-        bad_row[m] = _block_row(m, Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps,
-                                filtered, V, E, pvec, pc, pg, pend, n_filtered, mean_out,
-                                var_out, loglik_out)
+        bad_row[m] = _member_rows(m, Phi3, src, Y, p, s, V, E, mean_out, var_out, loglik_out)
 
 
 gaussian_block, gaussian_block_parallel = stack_kernel(_gaussian_block)
-
-
-@numba.njit(cache=True, inline="always")
-def _block_row(m, Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps, filtered, V, E,
-               pvec, pc, pg, pend, n_filtered, mean_out, var_out, loglik_out):
-    if not filtered[m]:
-        predict_member(m, Phi3[src[m], 0], F, static, mu, C, var_rw, var_eps, False, V, E, pvec,
-                       pc, pg, pend, mean_out[0], var_out[0])  # an owed update, applied
-        for t in range(Y.shape[0]):
-            loglik_out[t, m] = -np.inf
-        return -1
-    return _block_member(m, Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps, V, E,
-                         pvec, pc, pg, pend, n_filtered, mean_out, var_out, loglik_out)

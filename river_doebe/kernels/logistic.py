@@ -48,7 +48,9 @@ import numpy as np
 from river_doebe.kernels.ipl import NODES, WEIGHTS, solve_ipl_step
 from river_doebe.kernels.jit import stack_kernel
 from river_doebe.kernels.stack import (
-    owe_block_row,
+    Params,
+    State,
+    owe_update,
     predict_member,
     record_update,
     step_is_finite,
@@ -56,14 +58,14 @@ from river_doebe.kernels.stack import (
 from river_doebe.kernels.weights import sigmoid
 
 __all__ = [
-    "laplace_block",
-    "laplace_block_parallel",
+    "logistic_block",
+    "logistic_block_parallel",
     "probit_logit",
     "PROBIT_SCALE",
     "log_sigmoid",
     "sigmoid",
     "probit_logits",
-    "laplace_update_stack",
+    "logistic_update_stack",
     "solve_laplace_step",
     "solve_step",
 ]
@@ -138,96 +140,88 @@ def probit_logit(mean, var):
 
 
 @numba.njit(cache=True)
-def probit_logits(mean, var, active, logit):
-    """``logit[m] = probit_logit(mean[m], var[m])`` for every active member (else 0)."""
+def probit_logits(mean, var, logit):
+    """``logit[m] = probit_logit(mean[m], var[m])`` for every member."""
     M = mean.shape[0]
     for m in range(M):
-        logit[m] = probit_logit(mean[m], var[m]) if active[m] else 0.0
+        logit[m] = probit_logit(mean[m], var[m])
 
 
 @numba.njit(cache=True, inline="always")
-def _learn(f, is_static, mu, v, var, logit, t, lam, y, pc, pg, m):
+def _learn(f, is_static, mu, v, var, logit, t, lam, y, alpha0, pg, m):
     """Record member ``m``'s step (``t``, ``lam``: Laplace or IPL); return ``log p_m(y)``."""
-    alpha0 = 1.0 / lam if lam > 0.0 else np.inf
+    a0 = 1.0 / lam if lam > 0.0 else np.inf
     c = lam / (1.0 + lam * var)
-    record_update(f, is_static, mu, v, t, c, alpha0, pc, pg, m)
+    record_update(f, is_static, mu, v, t, c, a0, alpha0, pg, m)
     return log_sigmoid((1.0 if y == 1 else -1.0) * logit)
 
 
 @numba.njit(cache=True)
-def laplace_update_stack(F, static, mu, V, mean, var, logit, var_theta, y, filtered, loglik, pc,
-                         pg, pend, n_filtered, t_buf, lam_buf, ipl):
-    """Fold the label ``y`` (0 or 1) into every filtered member, given its predict step (by the
-    Laplace step, or with ``ipl`` by iterated posterior linearisation: :func:`solve_step`).
+def logistic_update_stack(params, state, V, mean, var, logit, y, loglik, t_buf, lam_buf, ipl):
+    """Fold the label ``y`` (0 or 1) into every member (``params``, ``state``: plain tuples of the
+    fields of :class:`~river_doebe.kernels.stack.Params` and
+    :class:`~river_doebe.kernels.stack.State`), given its predict step (by the Laplace step, or
+    with ``ipl`` by iterated posterior linearisation: :func:`solve_step`).
 
     ``V``, ``mean``, ``var`` are the latent predictive quantities of
     :func:`river_doebe.kernels.stack.predict_stack` run with ``var_eps = 0``, and ``logit`` those
-    of :func:`probit_logits`. Every filtered member is checked first (a mean step that would not
-    be finite returns ``m + 1`` and changes nothing). Then writes ``loglik[m] = log p_m(y)`` under
-    the probit-approximated predictive (``-inf`` for the others), and records each member's
-    step as the owed update of :mod:`river_doebe.kernels.stack`: gain ``t*`` and curvature
-    ``c = lam / (1 + lam s2)``, which for a static member is the measurement update with noise
-    variance ``alpha_0 = 1 / lam`` (``inf`` when ``lam`` underflows: the mean moves, the
-    covariance does not).
+    of :func:`probit_logits`. Every member is checked first (a mean step that would not be finite
+    returns ``m + 1`` and changes nothing). Then writes ``loglik[m] = log p_m(y)`` under the
+    probit-approximated predictive, and records each member's step as the owed update of
+    :mod:`river_doebe.kernels.stack`: gain ``t*`` and curvature ``c = lam / (1 + lam s2)``, which
+    for a static member is the measurement update with noise variance ``alpha_0 = 1 / lam``
+    (``inf`` when ``lam`` underflows: the mean moves, the covariance does not).
     """
+    p = Params(*params)
+    s = State(*state)
+    F, static, mu = p.F, p.static, s.mu
     M = mu.shape[0]
     for m in range(M):
-        if not filtered[m]:
-            continue
         t_buf[m], lam_buf[m] = solve_step(mean[m], var[m], y, ipl)
-        if not step_is_finite(F[m], static[m], mu[m], V[m], var[m], var_theta[m], t_buf[m]):
+        if not step_is_finite(F[m], static[m], mu[m], V[m], var[m], p.var_theta[m], t_buf[m]):
             return m + 1
     for m in range(M):
-        if not filtered[m]:
-            loglik[m] = -np.inf
-            continue
         loglik[m] = _learn(F[m], static[m], mu[m], V[m], var[m], logit[m], t_buf[m], lam_buf[m],
-                           y, pc, pg, m)
-        pend[m] = True
-        n_filtered[m] += 1
+                           y, s.alpha0, s.pg, m)
+        owe_update(m, F[m], V, s)
     return 0
 
 
-@numba.njit(cache=True, inline="always")
-def _block_row(m, Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps, filtered, V, E,
-               pvec, pc, pg, pend, n_filtered, mean_out, var_out, logit_out, loglik_out, ipl):
-    """Member ``m`` through every row of a block (see :func:`laplace_block`); returns the first
+# not inlined, as predict_member (Numba loses the writes through a record's arrays when they
+# are inlined into a parallel loop)
+@numba.njit(cache=True)
+def _member_rows(m, Phi3, src, Y, p, s, V, E, mean_out, var_out, logit_out, loglik_out, ipl):
+    """Member ``m`` through every row of a block (see :func:`logistic_block`); returns the first
     row it cannot take, or -1."""
-    if not filtered[m]:
-        predict_member(m, Phi3[src[m], 0], F, static, mu, C, var_rw, var_eps, False, V, E, pvec,
-                       pc, pg, pend, mean_out[0], var_out[0])  # an owed update, applied
-        for t in range(Y.shape[0]):
-            loglik_out[t, m] = -np.inf
-            logit_out[t, m] = 0.0
-        return -1
-    f = F[m]
+    f = p.F[m]
+    is_static = p.static[m]
+    mu = s.mu
     for t in range(Y.shape[0]):
         mean, var = mean_out[t], var_out[t]
-        if predict_member(m, Phi3[src[m], t], F, static, mu, C, var_rw, var_eps, True, V, E,
-                          pvec, pc, pg, pend, mean, var):
+        if predict_member(m, Phi3[src[m], t], p, s, V, E, mean, var):
             return t
         logit = probit_logit(mean[m], var[m])
         logit_out[t, m] = logit
         step, lam = solve_step(mean[m], var[m], Y[t], ipl)
-        if not step_is_finite(f, static[m], mu[m], V[m], var[m], var_theta[m], step):
+        if not step_is_finite(f, is_static, mu[m], V[m], var[m], p.var_theta[m], step):
             return t
-        loglik_out[t, m] = _learn(f, static[m], mu[m], V[m], var[m], logit, step, lam, Y[t], pc,
-                                  pg, m)
-        owe_block_row(m, f, V, pvec, pend, n_filtered)
+        loglik_out[t, m] = _learn(f, is_static, mu[m], V[m], var[m], logit, step, lam, Y[t],
+                                  s.alpha0, s.pg, m)
+        owe_update(m, f, V, s)
     return -1
 
 
-def _laplace_block(order, Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps, filtered,
-                   V, E, pvec, pc, pg, pend, n_filtered, mean_out, var_out, logit_out,
-                   loglik_out, bad_row, ipl):
-    """A block of labelled rows member by member, as
+def _logistic_block(order, Phi3, src, Y, params, state, V, E, mean_out, var_out, logit_out,
+                    loglik_out, bad_row, ipl):
+    """A block of labelled rows member by member (by the Laplace step, or with ``ipl`` by IPL), as
     :func:`river_doebe.kernels.gaussian.gaussian_block` for the regressors; also writes the
     probit logits ``logit_out[t, m]`` the row's prediction needs."""
-    for j in numba.prange(F.shape[0]):
+    p = Params(*params)
+    s = State(*state)
+    for j in numba.prange(order.shape[0]):
         m = order[j]
-        bad_row[m] = _block_row(m, Phi3, src, Y, F, static, mu, C, var_rw, var_theta, var_eps,
-                                filtered, V, E, pvec, pc, pg, pend, n_filtered, mean_out,
-                                var_out, logit_out, loglik_out, ipl)
+        bad_row[m] = _member_rows(m, Phi3, src, Y, p, s, V, E, mean_out, var_out, logit_out,
+                                  loglik_out, ipl)
 
 
-laplace_block, laplace_block_parallel = stack_kernel(_laplace_block)
+logistic_block, logistic_block_parallel = stack_kernel(_logistic_block)

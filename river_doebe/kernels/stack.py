@@ -2,7 +2,14 @@
 
 A *stack* holds ``M`` Bayesian linear learners of possibly different feature counts ``F[m]``,
 zero-padded to ``F_max``: means ``mu (M, F_max)`` and covariance factors ``C (M, F_max,
-F_max)``. Member ``m`` only ever reads and writes its leading ``F[m]`` entries.
+F_max)``. Member ``m`` only ever reads and writes its leading ``F[m]`` entries. The kernels take
+the stack as two records of arrays with one row per member: its parameters :class:`Params` and
+its state :class:`State`, everything that learning changes; the engine pickles, compacts and
+rolls back a stack field by field of :class:`State`. A kernel called from Python takes each
+record as a plain tuple of its fields in the record's order (``tuple(state)``) and names it on
+entry (``State(*state)``): Numba's dispatcher types a plain tuple of arrays from a cached
+fingerprint, but encodes a named tuple's class and field names again at every call, which cost
+a per-sample step more than the rest of its dispatch (``benchmarks/results/engine.md``).
 
 One step of member ``m`` with features ``phi`` (paper Sec. 3.1-3.2; a Kalman filter with a random
 walk of variance ``var_rw`` on the weights), ``Sigma_pred = Sigma + var_rw I``:
@@ -30,12 +37,14 @@ predictive variance can come out negative. Members are therefore kept in one of 
   adds a full-rank ``var_rw I``); they keep ``Sigma`` itself, updated as ``Sigma += var_rw I -
   u u'`` with ``u = v sqrt(c)`` (symmetric to the last bit, and no ``v v'`` that could overflow).
   The random walk keeps ``Sigma_pred`` at least ``var_rw I``; if rounding ever breaks that
-  (``phi' Sigma phi < 0`` is detected in the predict sweep, ``status = 1``), the engine repairs
-  the member's ``Sigma`` and predicts again (:func:`repair_covariance`).
+  (``phi' Sigma_pred phi < var_rw |phi|^2``, detected in the predict sweep), the sweep repairs
+  the member's ``Sigma`` (:func:`repair_covariance`) and predicts again; only a repaired
+  covariance that still gives a negative quadratic form refuses the sample (status 3 of
+  :func:`predict_member`).
 
 **Deferred updates.** A member's ``O(F^2)`` covariance update is not applied at once: the update
-step records it (``pend``, ``pvec``, ``pc``, ``pg``) and the next predict sweep applies it row by
-row in the same pass that reads the row for the next prediction, so ``C`` is read and written
+step records it (``pend``, ``pvec``, ``alpha0``, ``pg``) and the next predict sweep applies it row
+by row in the same pass that reads the row for the next prediction, so ``C`` is read and written
 once per step. For static members the mean update (which needs ``e_F``) is deferred too.
 The arithmetic is exactly the same whether a pending update is applied inside a predict sweep or
 on its own (:func:`flush_stack`), so *when* it is applied never changes any later number: a model
@@ -50,6 +59,7 @@ References
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 
 import numba
 import numpy as np
@@ -57,8 +67,10 @@ import numpy as np
 from river_doebe.kernels.jit import stack_kernel
 
 __all__ = [
+    "Params",
+    "State",
     "flush_stack",
-    "owe_block_row",
+    "owe_update",
     "predict_member",
     "predict_stack",
     "predict_stack_parallel",
@@ -67,6 +79,16 @@ __all__ = [
     "repair_covariance",
     "step_is_finite",
 ]
+
+#: the members' parameters: feature counts ``F`` (int64), ``static`` (bool: ``var_rw == 0``), the
+#: random-walk, prior and noise variances ``var_rw``, ``var_theta``, ``var_eps`` (float64)
+Params = namedtuple("Params", ("F", "static", "var_rw", "var_theta", "var_eps"))
+
+#: what learning changes in the members: means ``mu (M, F_max)``, covariance factors ``C (M,
+#: F_max, F_max)``, the owed update (its vector ``pvec (M, F_max)``, a static member's ``alpha0``
+#: and mean gain ``pg``, and ``pend``: whether one is owed) and ``n_filtered``, the steps each
+#: member filtered
+State = namedtuple("State", ("mu", "C", "pvec", "alpha0", "pg", "pend", "n_filtered"))
 
 #: a dynamic member's ``phi' Sigma_pred phi`` may fall short of ``var_rw |phi|^2`` by this
 #: relative amount (rounding) before its covariance counts as broken
@@ -155,7 +177,7 @@ def _dynamic_sweep(f, owes, want, phi, S, v, pu, rw):
 
 
 @numba.njit(cache=True, inline="always")
-def _moments(f, is_static, phi, mu, v, var_eps):
+def _moments(f, is_static, phi, mu, v):
     """``(mean, q, pp)``: ``phi' mu``, the quadratic form of the prediction (``|U' phi|^2`` or
     ``phi' Sigma_pred phi``) and, for a dynamic member, ``|phi|^2``."""
     s = 0.0
@@ -173,11 +195,13 @@ def _moments(f, is_static, phi, mu, v, var_eps):
     return s, q, pp
 
 
-@numba.njit(cache=True, inline="always")
-def predict_member(m, phi, F, static, mu, C, var_rw, var_eps, want, V, E, pvec, pc, pg, pend,
-                   mean, var):
-    """Member ``m``'s step: apply its owed update and, with ``want``, write its predictive
-    ``mean[m]``, ``var[m]`` and ``V[m]`` (``U' phi`` static, ``Sigma_pred phi`` dynamic).
+# not inlined: a kernel's prange body calls it with the records whole (Numba loses the writes
+# through a record's arrays when they are inlined into a parallel loop)
+@numba.njit(cache=True)
+def predict_member(m, phi, p, s, V, E, mean, var):
+    """Member ``m``'s step (parameters ``p``, state ``s``): apply its owed update and write its
+    predictive ``mean[m]``, ``var[m]`` and ``V[m]`` (``U' phi`` static, ``Sigma_pred phi``
+    dynamic); ``E[m]`` is its scratch.
 
     Returns a status: 0 fine; 2 the moments are not finite (the features are too large); 3 a
     dynamic member's covariance lost its positive definiteness along ``phi`` (rounding) and even
@@ -185,47 +209,47 @@ def predict_member(m, phi, F, static, mu, C, var_rw, var_eps, want, V, E, pvec, 
     ``phi' Sigma_pred phi``. A repair whose prediction falls short of ``var_rw |phi|^2`` only by
     rounding is accepted: the variance is still at least the noise variance.
     """
-    f = F[m]
+    f = p.F[m]
+    pend = s.pend
     owes = pend[m]
     if owes:
         pend[m] = False
-    if not (owes or want):
-        return 0
-    is_static = static[m]
+    is_static = p.static[m]
+    mu, C, pvec = s.mu, s.C, s.pvec
     if is_static:
-        _static_sweep(f, owes, want, phi, mu[m], C[m], V[m], E[m], pvec[m], pc[m], pg[m])
+        _static_sweep(f, owes, True, phi, mu[m], C[m], V[m], E[m], pvec[m], s.alpha0[m],
+                      s.pg[m])
     else:
-        _dynamic_sweep(f, owes, want, phi, C[m], V[m], pvec[m], var_rw[m])
-    if not want:
-        return 0
-    s, q, pp = _moments(f, is_static, phi, mu[m], V[m], var_eps[m])
-    if math.isfinite(s) and math.isfinite(q) and not is_static:
-        if not q >= var_rw[m] * pp * (1.0 - _PSD_SLACK):
+        _dynamic_sweep(f, owes, True, phi, C[m], V[m], pvec[m], p.var_rw[m])
+    sm, q, pp = _moments(f, is_static, phi, mu[m], V[m])
+    if math.isfinite(sm) and math.isfinite(q) and not is_static:
+        if not q >= p.var_rw[m] * pp * (1.0 - _PSD_SLACK):
             S = C[m, :f, :f]
             S[:, :] = repair_covariance(S)
-            _dynamic_sweep(f, False, True, phi, C[m], V[m], pvec[m], var_rw[m])
-            s, q, pp = _moments(f, False, phi, mu[m], V[m], var_eps[m])
+            _dynamic_sweep(f, False, True, phi, C[m], V[m], pvec[m], p.var_rw[m])
+            sm, q, pp = _moments(f, False, phi, mu[m], V[m])
             if q < 0.0:
                 return 3
-    mean[m] = s
-    var[m] = q + var_eps[m]
-    if not (math.isfinite(s) and math.isfinite(var[m])):
+    mean[m] = sm
+    var[m] = q + p.var_eps[m]
+    if not (math.isfinite(sm) and math.isfinite(var[m])):
         return 2
     return 0
 
 
-def _predict_stack(order, Phi, src, F, static, mu, C, var_rw, var_eps, filtered, V, E, mean, var,
-                   pvec, pc, pg, pend, status):
-    """:func:`predict_member` for every member (``want``: ``filtered[m]``) on the features of its
-    slot ``Phi[src[m]]``, each member on its own (``prange``: the parallel twin spreads them over
-    the threads, in contiguous runs of ``order``, a permutation of the members that mixes their
-    costs evenly, see :func:`river_doebe.engine.threads.balanced_order`); writes ``status`` and
-    returns how many are not 0."""
-    M = F.shape[0]
+def _predict_stack(order, Phi, src, params, state, V, E, mean, var, status):
+    """:func:`predict_member` for every member (parameters ``params``, state ``state``: plain
+    tuples of the fields of :class:`Params` and :class:`State`) on the features of its slot
+    ``Phi[src[m]]``, each member on its own (``prange``: the parallel twin spreads them over the
+    threads, in contiguous runs of ``order``, a permutation of the members that mixes their costs
+    evenly, see :func:`river_doebe.engine.threads.balanced_order`); writes ``status`` and returns
+    how many are not 0."""
+    p = Params(*params)
+    s = State(*state)
+    M = order.shape[0]
     for j in numba.prange(M):
         m = order[j]
-        status[m] = predict_member(m, Phi[src[m]], F, static, mu, C, var_rw, var_eps,
-                                   filtered[m], V, E, pvec, pc, pg, pend, mean, var)
+        status[m] = predict_member(m, Phi[src[m]], p, s, V, E, mean, var)
     n_bad = 0
     for m in range(M):
         if status[m]:
@@ -237,18 +261,22 @@ predict_stack, predict_stack_parallel = stack_kernel(_predict_stack)
 
 
 @numba.njit(cache=True)
-def flush_stack(F, static, mu, C, var_rw, E, pvec, pc, pg, pend):
-    """Apply every owed update now (bit for bit what the next predict sweep would do)."""
-    M = mu.shape[0]
-    for m in range(M):
+def flush_stack(params, state, E):
+    """Apply every owed update of the state now (bit for bit what the next predict sweep would
+    do); ``params``, ``state``: plain tuples of the fields of :class:`Params` and :class:`State`;
+    ``E`` is scratch of the shape of ``mu``."""
+    p = Params(*params)
+    s = State(*state)
+    mu, C, pvec, pend = s.mu, s.C, s.pvec, s.pend
+    for m in range(mu.shape[0]):
         if not pend[m]:
             continue
         pend[m] = False
-        if static[m]:
-            _static_sweep(F[m], True, False, mu[m], mu[m], C[m], mu[m], E[m], pvec[m], pc[m],
-                          pg[m])
+        if p.static[m]:
+            _static_sweep(p.F[m], True, False, mu[m], mu[m], C[m], mu[m], E[m], pvec[m],
+                          s.alpha0[m], s.pg[m])
         else:
-            _dynamic_sweep(F[m], True, False, mu[m], C[m], mu[m], pvec[m], var_rw[m])
+            _dynamic_sweep(p.F[m], True, False, mu[m], C[m], mu[m], pvec[m], p.var_rw[m])
 
 
 @numba.njit(cache=True, inline="always")
@@ -265,12 +293,12 @@ def step_is_finite(f, is_static, mu, v, q, var_theta, g):
 
 
 @numba.njit(cache=True, inline="always")
-def record_update(f, is_static, mu, v, g, c, alpha0, pc, pg, m):
-    """Record member ``m``'s owed update for gain ``g`` and curvature ``c`` (``alpha0 = 1/c -
-    |f|^2`` for a static member, computed by the likelihood without cancellation)."""
+def record_update(f, is_static, mu, v, g, c, a0, alpha0, pg, m):
+    """Record member ``m``'s owed update for gain ``g`` and curvature ``c`` (a static member:
+    ``alpha0[m] = a0 = 1/c - |f|^2``, computed by the likelihood without cancellation)."""
     if is_static:
         pg[m] = g
-        pc[m] = alpha0
+        alpha0[m] = a0
     else:
         for i in range(f):
             mu[i] += v[i] * g
@@ -280,13 +308,14 @@ def record_update(f, is_static, mu, v, g, c, alpha0, pc, pg, m):
 
 
 @numba.njit(cache=True, inline="always")
-def owe_block_row(m, f, V, pvec, pend, n_filtered):
-    """After a block row: member ``m`` owes the update it recorded in ``V[m]``, kept in ``pvec``
-    as the per-sample engine keeps it (where it swaps the two buffers)."""
+def owe_update(m, f, V, s):
+    """After :func:`record_update`: member ``m`` owes the update it recorded in ``V[m]``, kept in
+    ``s.pvec`` until the next predict sweep applies it (``V`` is the sweep's scratch)."""
+    pvec = s.pvec
     for i in range(f):
         pvec[m, i] = V[m, i]
-    pend[m] = True
-    n_filtered[m] += 1
+    s.pend[m] = True
+    s.n_filtered[m] += 1
 
 
 @numba.njit(cache=True)
