@@ -376,8 +376,8 @@ def _write_csv(path, rows, header):
 
 @pytest.fixture(scope="module")
 def drift_csv(tmp_path_factory):
-    """The first 400 samples of the Drift stream as a CSV file, with a text column besides."""
-    dataset = datasets.Drift(n_samples=400)
+    """The Drift stream of 250 samples as a CSV file, with a text column besides."""
+    dataset = datasets.Drift(n_samples=250)
     names = list(dataset.feature_names)
     rows = [[repr(x[k]) for k in names[:2]] + ["site-a"] + [repr(x[k]) for k in names[2:]]
             + [repr(y)] for x, y in dataset]
@@ -391,17 +391,17 @@ def test_csv_gives_the_same_table_json_and_plot_as_the_built_in_stream(drift_csv
     out = {}
     for key, source in (("csv", ["--csv", str(drift_csv), "--target", "target", "--drop",
                                  "site"]),
-                        ("stream", ["--stream", "drift", "--n", "400"])):
+                        ("stream", ["--stream", "drift", "--n", "250"])):
         status = cli.main(["evaluate", *source, *common, "--json", str(tmp_path / f"{key}.json"),
                            "--plot", str(tmp_path / f"{key}.png")])
         assert status == 0
         out[key] = capsys.readouterr().out
         assert (tmp_path / f"{key}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     header = out["csv"].splitlines()[0]
-    assert "stream 'drift.csv' (400 samples, 4 features)" in header and "n_warmup=80," in header
+    assert "stream 'drift.csv' (250 samples, 4 features)" in header and "n_warmup=50," in header
     csv_doc, stream_doc = (json.loads((tmp_path / f"{k}.json").read_text())
                            for k in ("csv", "stream"))
-    assert csv_doc["stream"] == "drift.csv" and csv_doc["n_samples"] == 400
+    assert csv_doc["stream"] == "drift.csv" and csv_doc["n_samples"] == 250
     assert csv_doc["source"] == {"csv": str(drift_csv), "target": "target",
                                  "features": ["x0", "x1", "x2", "x3"], "dropped": ["site"]}
     assert stream_doc["source"] is None
@@ -413,11 +413,11 @@ def test_csv_gives_the_same_table_json_and_plot_as_the_built_in_stream(drift_csv
 
 def test_csv_first_rows_and_comma_separated_drop(drift_csv, capsys):
     status = cli.main(["evaluate", "--csv", str(drift_csv), "--target", "target", "--drop",
-                       "site,x3", "--n", "300", "--n-warmup", "100", "--model", "oe-linear",
+                       "site,x3", "--n", "200", "--n-warmup", "100", "--model", "oe-linear",
                        "--no-progress", "--no-peers"])
     assert status == 0
     header = capsys.readouterr().out.splitlines()[0]
-    assert "(300 samples, 3 features)" in header and "n_warmup=100," in header
+    assert "(200 samples, 3 features)" in header and "n_warmup=100," in header
 
 
 def test_an_empty_feature_cell_is_a_missing_value(tmp_path, capsys):
@@ -445,7 +445,7 @@ def test_a_csv_stream_cut_short_closes_its_file(drift_csv, capsys):
     """river's iter_csv closes a file it opened only when its rows run out: a stream cut at
     --n left it open, and --verbose listed a ResourceWarning under every model."""
     status = cli.main(["evaluate", "--csv", str(drift_csv), "--target", "target", "--drop",
-                       "site", "--n", "300", "--n-warmup", "100", "--model", "oe-linear",
+                       "site", "--n", "200", "--n-warmup", "100", "--model", "oe-linear",
                        "--no-progress", "--peers", "blr", "hat", "--verbose"])
     assert status == 0
     assert "ResourceWarning" not in capsys.readouterr().out

@@ -104,13 +104,15 @@ def test_covariance_stays_symmetric_psd_over_200k_updates(var_rw):
     F, n = 12, 200_000
     engine = Engine([Member(Linear(bias=False), 1.0, 0.05, var_rw)])
     engine.setup(F)
-    # correlated, badly scaled inputs stress the plain covariance update
+    # correlated, badly scaled inputs stress the plain covariance update; in blocks of rows,
+    # which are bit for bit the per-sample updates (tests/test_blocks.py) at a fraction of the
+    # time
     mix = rng.normal(size=(F, F)) * np.logspace(-2, 1, F)
     for _ in range(n // 1000):
         Z = rng.normal(size=(1000, F)) @ mix
         ys = Z[:, 0] - 0.5 * Z[:, 3] + 0.2 * rng.normal(size=1000)
-        for z, t in zip(Z, ys):
-            engine.learn(z, float(t))
+        engine.learn_block(Z, ys)
+    assert engine.n_updates == n
     S = engine.Sigma[0]
     assert np.array_equal(S, S.T)
     eig = np.linalg.eigvalsh(S)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from river_doebe._checks import check_transition
 from river_doebe.basis.base import stack_params
@@ -72,8 +75,8 @@ class Engine:
          "_kernel_state", "_pace", "_block_pace")
     )
 
-    def __init__(self, members: list[Member], transition=None, weight_floor: float = 0.0,
-                 weighting: Weighting | None = None):
+    def __init__(self, members: list[Member], transition: ArrayLike | None = None,
+                 weight_floor: float = 0.0, weighting: Weighting | None = None) -> None:
         if not members:
             raise ValueError("an ensemble needs at least one member")
         self.members = list(members)
@@ -172,7 +175,7 @@ class Engine:
         self.log_prior = self.log_w.copy()
         self._reach = np.ones(M, dtype=np.bool_)
         self.status = np.zeros(M, dtype=np.int8)
-        self._cache_z = None
+        self._cache_z: bytes | None = None  # the input of the cached predict step
         self.work = int(np.sum(self.F * self.F))
         self.order = balanced_order(self.static, self.F)
         # which kernels run (one thread or all) is timed on the stream (kept out of pickles and
@@ -181,8 +184,8 @@ class Engine:
             self._pace.restack()
             self._block_pace.restack()
         else:
-            self._pace = Pace()  # one sample at a time: chunks of 8 samples
-            self._block_pace = Pace(chunk=1, rounds=1, first=8, longest=64)  # a block a chunk
+            self._pace: Pace = Pace()  # one sample at a time: chunks of 8 samples
+            self._block_pace: Pace = Pace(chunk=1, rounds=1, first=8, longest=64)  # a block a chunk
 
     def _build_groups(self) -> None:
         """The featurisation plan: members whose bases give the same features (an E-DOEBE's
@@ -195,15 +198,15 @@ class Engine:
         owners: dict[type, list[tuple[int, int]]] = {}
         self.src = np.empty(len(stack), dtype=np.int64)
         for k, m in enumerate(stack):
-            params = [np.asarray(p) for p in m.basis._params()]
-            key = (type(m.basis), *((p.dtype.str, p.shape, p.tobytes()) for p in params))
+            arrays = [np.asarray(p) for p in m.basis._params()]
+            key = (type(m.basis), *((p.dtype.str, p.shape, p.tobytes()) for p in arrays))
             slot = slots.get(key)
             if slot is None:
                 slot = slots[key] = len(slots)
                 owners.setdefault(type(m.basis), []).append((slot, k))
             self.src[k] = slot
         self.n_slots = len(slots)
-        self.groups = []
+        self.groups: list[list[Any]] = []
         for cls, pairs in owners.items():
             params = stack_params([stack[k].basis._params() for _, k in pairs])
             self.groups.append([cls, np.array([s for s, _ in pairs], dtype=np.int64), params,
@@ -257,7 +260,7 @@ class Engine:
     def _predict_extra(self) -> None:
         """What a likelihood adds to the predict step (the logistic engine: probit logits)."""
 
-    def _update_members(self, y) -> int:
+    def _update_members(self, y: float) -> int:
         """Fold the target into every member; writes ``self.loglik``; 0 or a member + 1 that
         refused the sample (nothing changed then)."""
         return gaussian_update(self._kernel_params, self._kernel_state, self.V, self.mean,
@@ -270,20 +273,22 @@ class Engine:
             return float(self.mean[0]), float(self.var[0])
         return mixture_moments(self.log_prior, self.mean, self.var)
 
-    def _full(self, values: np.ndarray, fill=np.nan) -> np.ndarray:
+    def _full(self, values: np.ndarray, fill: float = np.nan) -> np.ndarray:
         """Per-row values in the members' original order (``fill`` for the dead)."""
         out = np.full((len(self.members), *values.shape[1:]), fill, dtype=np.float64)
         out[self.live] = values
         return out
 
-    def member_predictions(self, z: np.ndarray):
+    def member_predictions(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per-member predictive means and variances (NaN for dead members) and the weights used
         for this prediction, in the members' original order."""
         self._prepare(z)
         return (self._full(self.mean), self._full(self.var),
                 self._full(np.exp(self.log_prior), 0.0))
 
-    def mixture(self, z: np.ndarray):
+    def mixture(
+        self, z: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float, float]:
         """The predictive mixture for ``z``: ``(weights, means, variances)`` of the members
         that carry weight, and the moment-matched ``(mean, var)`` that :meth:`predict` gives."""
         mean, var = self.predict(z)
@@ -297,7 +302,7 @@ class Engine:
         self._prepare(z)
         return mixture_log_density(self.log_prior, self.mean, self.var, y)
 
-    def learn(self, z: np.ndarray, y) -> None:
+    def learn(self, z: np.ndarray, y: float) -> None:
         """Fold ``(z, y)`` into every member and into the weights."""
         self._prepare(z)
         refused = self._update_members(y)
@@ -372,10 +377,12 @@ class Engine:
         """Whether the block path is exact now (no basis changes with the samples it learns)."""
         return not self._observers
 
-    def _block_kernel(self, parallel: bool):
+    def _block_kernel(self, parallel: bool) -> Callable[..., Any]:
         return gaussian_block_parallel if parallel else gaussian_block
 
-    def learn_block(self, Z: np.ndarray, Y: np.ndarray, keep_weights: bool = False):
+    def learn_block(
+        self, Z: np.ndarray, Y: np.ndarray, keep_weights: bool = False
+    ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
         """Learn the rows ``(Z, Y)`` member by member, then the weights row by row: bit for bit
         what ``predict``/``learn`` row after row give (the members' filters do not depend on the
         weights, and each member's arithmetic is the same). Returns the one-step-ahead
@@ -427,7 +434,8 @@ class Engine:
 
     _classifies = False
 
-    def _member_pass(self, Phi3, Y, parallel: bool):
+    def _member_pass(self, Phi3: np.ndarray, Y: np.ndarray,
+                     parallel: bool) -> tuple[np.ndarray, ...]:
         M, B = self.M, Phi3.shape[1]
         mean, var, loglik = np.empty((B, M)), np.empty((B, M)), np.empty((B, M))
         bad = np.empty(M, dtype=np.int64)
@@ -437,7 +445,7 @@ class Engine:
         )
         return mean, var, loglik, bad
 
-    def _block_logits(self, out):
+    def _block_logits(self, out: tuple[np.ndarray, ...]) -> np.ndarray:
         return _NO_LOGITS
 
     # ------------------------------------------------------------------ growth
@@ -456,7 +464,7 @@ class Engine:
         ``var_theta`` (plus the random walk of every step filtered so far), independent of the
         rest. The weights of the ensemble do not change.
         """
-        if n_inputs <= self.n_inputs:
+        if self.n_inputs is None or n_inputs <= self.n_inputs:  # (None: not set up yet)
             raise ValueError(f"cannot grow from {self.n_inputs} to {n_inputs} inputs")
         mu, C = self._flushed()
         stack = self.stack
@@ -525,7 +533,7 @@ class Engine:
             S = np.triu(S) + np.triu(S, 1).T
         return mu[row, :f].copy(), S.copy()
 
-    def replay(self, Z: np.ndarray, Y) -> None:
+    def replay(self, Z: np.ndarray, Y: np.ndarray | Iterable[float]) -> None:
         """Filter a window ``(Z, Y)`` through every member, then restart the weights uniform.
 
         The weights take no part: no floor drops a member half-way through the window (its
@@ -557,7 +565,7 @@ class Engine:
         return self._full(np.exp(self.log_w), 0.0)
 
     # ------------------------------------------------------------------ pickling
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         # in a fixed order, so that equal states pickle to equal bytes however they were built
         state = {k: self.__dict__[k] for k in sorted(self.__dict__) if k not in self._scratch}
         # the kernels' parameters are the live bases' own: rebuilt on loading
@@ -571,7 +579,7 @@ class Engine:
             state["state"] = dict(zip(State._fields, members, strict=True))
         return state
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         state.pop("groups", None)  # (pickles of an earlier version)
         if "_mu" in state:
             # (pickles from before the stack state was one record: its fields one by one)
@@ -591,7 +599,8 @@ _STATE_BEFORE_0_X = {"mu": "_mu", "C": "_C", "pvec": "pvec", "alpha0": "pc", "pg
                      "pend": "pend", "n_filtered": "n_filtered"}
 
 
-def _pack_covariances(C: np.ndarray, static: np.ndarray):
+def _pack_covariances(C: np.ndarray,
+                      static: np.ndarray) -> np.ndarray | tuple[str, int, np.ndarray]:
     """The lower triangles of the stacked ``C`` (half the bytes of a pickle), or ``C`` itself when
     that would lose a bit: a static member's ``U'`` is lower triangular and a dynamic member's
     ``Sigma`` symmetric to the last bit (its update is ``u_i u_j`` on both sides), which is
@@ -606,7 +615,7 @@ def _pack_covariances(C: np.ndarray, static: np.ndarray):
     return ("tril", Fmax, C[:, lower[0], lower[1]])
 
 
-def _unpack_covariances(packed, static: np.ndarray) -> np.ndarray:
+def _unpack_covariances(packed: tuple[str, int, np.ndarray], static: np.ndarray) -> np.ndarray:
     _, Fmax, tri = packed
     C = np.zeros((tri.shape[0], Fmax, Fmax))
     rows, cols = np.tril_indices(Fmax)
@@ -616,6 +625,9 @@ def _unpack_covariances(packed, static: np.ndarray) -> np.ndarray:
     return C
 
 
-_NO_TRANSITION = (np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))
+#: (annotated: it is used above its definition, where mypy cannot infer its length)
+_NO_TRANSITION: tuple[np.ndarray, np.ndarray, np.ndarray] = (
+    np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
+)
 _NO_LOGITS = np.zeros((0, 0))
 

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from river_doebe._checks import check_update
 from river_doebe.engine.core import Engine
 from river_doebe.engine.members import Member
+from river_doebe.engine.weighting import Weighting
 from river_doebe.kernels.logistic import (
     logistic_block,
     logistic_block_parallel,
@@ -39,8 +43,9 @@ class LogisticEngine(Engine):
     #: the members' update step (a class default: pickles from before the option load as it)
     update = "laplace"
 
-    def __init__(self, members: list[Member], transition=None, weight_floor: float = 0.0,
-                 weighting=None, update: str = "laplace"):
+    def __init__(self, members: list[Member], transition: ArrayLike | None = None,
+                 weight_floor: float = 0.0, weighting: Weighting | None = None,
+                 update: str = "laplace") -> None:
         check_update(update)
         members = [dataclasses.replace(m, var_eps=0.0) for m in members]
         super().__init__(members, transition, weight_floor, weighting)
@@ -55,7 +60,7 @@ class LogisticEngine(Engine):
     def _predict_extra(self) -> None:
         probit_logits(self.mean, self.var, self.logit)
 
-    def _update_members(self, code: int) -> int:
+    def _update_members(self, code: float) -> int:
         """Laplace step of every live member; writes ``self.loglik``."""
         return logistic_update_stack(
             self._kernel_params, self._kernel_state, self.V, self.mean, self.var, self.logit, code,
@@ -92,10 +97,11 @@ class LogisticEngine(Engine):
     # ------------------------------------------------------------------ blocks
     _classifies = True
 
-    def _block_kernel(self, parallel: bool):
+    def _block_kernel(self, parallel: bool) -> Callable[..., Any]:
         return logistic_block_parallel if parallel else logistic_block
 
-    def _member_pass(self, Phi3, Y, parallel: bool):
+    def _member_pass(self, Phi3: np.ndarray, Y: np.ndarray,
+                     parallel: bool) -> tuple[np.ndarray, ...]:
         M, B = self.M, Phi3.shape[1]
         mean, var = np.empty((B, M)), np.empty((B, M))
         logit, loglik = np.empty((B, M)), np.empty((B, M))
@@ -106,5 +112,5 @@ class LogisticEngine(Engine):
         )
         return mean, var, logit, loglik, bad
 
-    def _block_logits(self, out):
+    def _block_logits(self, out: tuple[np.ndarray, ...]) -> np.ndarray:
         return out[2]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,6 +42,10 @@ class Member:
 class FilterError(ValueError):
     """A sample the filters cannot take safely; the model's state is unchanged."""
 
+    #: set by a block path (:meth:`~river_doebe.engine.Engine.learn_block`) only: how many rows
+    #: of the block, those before the refused one, were learnt
+    rows_learnt: int
+
 
 def edoebe_transition(n_members: int, n_levels: int, delta: float) -> np.ndarray:
     """The E-DOEBE switching matrix (paper Sec. 4.2) for ``n_levels`` blocks of ``n_members``.
@@ -66,7 +71,7 @@ def edoebe_transition(n_members: int, n_levels: int, delta: float) -> np.ndarray
     return np.kron(block, np.eye(n_members))
 
 
-def twin_members(members: list[Member], levels) -> list[Member]:
+def twin_members(members: list[Member], levels: Iterable[float]) -> list[Member]:
     """The E-DOEBE's blocks: one copy of every member per random-walk level (the last level is
     the static one), each with its own basis; :func:`edoebe_transition` switches between them."""
     return [
@@ -81,7 +86,7 @@ def twin_members(members: list[Member], levels) -> list[Member]:
 WEIGHT_FLOOR = 1e-100
 
 
-def csc_transition(Q: np.ndarray):
+def csc_transition(Q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``Q``'s positive entries column by column, in logs: the switching kernel's form (no
     checks: a stack that lost members keeps the rows and columns of the others)."""
     M = Q.shape[0]

@@ -39,6 +39,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections.abc import Iterator
 
 import numba
 import numpy as np
@@ -104,11 +105,13 @@ def set_num_threads(n: int | None) -> None:
 def get_num_threads() -> int:
     """The threads the stack kernels may use now."""
     n = _setting[0]
-    return numba.config.NUMBA_NUM_THREADS if n is None else min(n, numba.config.NUMBA_NUM_THREADS)
+    # (numba.config sets its attributes from the environment at run time: no declared type)
+    launched: int = numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined, unused-ignore]
+    return launched if n is None else min(n, launched)
 
 
 @contextlib.contextmanager
-def num_threads(n: int | None):
+def num_threads(n: int | None) -> Iterator[None]:
     """``with num_threads(1): ...``: the stack kernels use ``n`` threads inside the block
     (``None``: they choose)."""
     before = _setting[0]
@@ -184,7 +187,7 @@ class Pace:
         self._wait = self.first
         self._ref = np.inf
         self._recent: list[float] = []
-        self._t0 = None
+        self._t0: int | None = None  # when the call being timed started (None: none is)
         self._begin_probe()
 
     def restack(self) -> None:
@@ -209,7 +212,7 @@ class Pace:
             return True
         now = _clock()
         if self._t0 is not None:
-            self._count(now)
+            self._count(now - self._t0)
         self._t0, self._units = now, rows
         self.calls += 1
         self.parallel_calls += self.parallel
@@ -218,7 +221,7 @@ class Pace:
     def stop(self) -> None:
         """The call started last has ended (else its time runs to the next :meth:`start`)."""
         if self._t0 is not None:
-            self._count(_clock())
+            self._count(_clock() - self._t0)
             self._t0 = None
 
     def forget(self) -> None:
@@ -226,8 +229,8 @@ class Pace:
         self._t0 = None
 
     # ------------------------------------------------------------------ bookkeeping
-    def _count(self, now: int) -> None:
-        self._sum += now - self._t0
+    def _count(self, elapsed: int) -> None:
+        self._sum += elapsed
         self._sum_units += self._units
         self._left_calls -= 1
         if self._left_calls == 0:

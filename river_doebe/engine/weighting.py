@@ -50,7 +50,7 @@ class Weighting:
     rate: float = 1.0
     share: float = 0.0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_weighting(self.rule, self.rate, self.share)  # the estimators' own checks
 
     @property

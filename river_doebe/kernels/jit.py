@@ -13,13 +13,17 @@ is a copy of the function under the name ``<name>_parallel``: each has its own c
 from __future__ import annotations
 
 import types
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import numba
 
 __all__ = ["stack_kernel"]
 
+_Kernel = TypeVar("_Kernel", bound=Callable[..., Any])
 
-def stack_kernel(py_func):
+
+def stack_kernel(py_func: _Kernel) -> tuple[_Kernel, _Kernel]:
     """``(serial, parallel)``: ``py_func`` jitted with ``cache=True``, and a copy of it jitted
     with ``parallel=True`` as well."""
     serial = numba.njit(cache=True)(py_func)
@@ -29,4 +33,5 @@ def stack_kernel(py_func):
     twin.__qualname__ = f"{py_func.__qualname__}_parallel"
     twin.__module__ = py_func.__module__
     twin.__doc__ = py_func.__doc__
-    return serial, numba.njit(cache=True, parallel=True)(twin)
+    # (typed as ``py_func``: a type checker then checks every call against its argument list)
+    return cast(_Kernel, serial), cast(_Kernel, numba.njit(cache=True, parallel=True)(twin))
