@@ -130,7 +130,7 @@ class Engine:
         return self._state
 
     @state.setter
-    def state(self, state) -> None:
+    def state(self, state: State | tuple) -> None:
         self._state = State(*state)
         # the kernels take it as a plain tuple (see river_doebe.kernels.stack): made here, so
         # that it always holds the arrays of the record
