@@ -47,6 +47,7 @@ def _drive(pace, clock, cost, n, work=10**6, members=100, rows=1):
 def clock(monkeypatch):
     fake = FakeClock()
     monkeypatch.setattr(threads, "_clock", fake)
+    monkeypatch.setattr(threads, "_ready", [True])  # the twins' compile is paid for
     return fake
 
 
@@ -109,6 +110,55 @@ def test_an_explicit_thread_count_always_wins(clock):
         assert not _drive(threads.Pace(), clock, slow_threads, 50, members=1).any()
 
 
+class _Kernel:
+    """Stands for a dispatcher in a compile event: what the bill reads of it."""
+
+    def __init__(self, module):
+        self.py_func = type("F", (), {"__module__": module})
+
+
+def _compile(clock, module, seconds, nested=()):
+    """A compile event of a function of ``module`` lasting ``seconds`` on the fake clock, with
+    ``nested`` compiles (module, seconds) inside it."""
+    with numba.core.event.trigger_event("numba:compile", data={"dispatcher": _Kernel(module)}):
+        for inner, s in nested:
+            _compile(clock, inner, s)
+        clock.now += int(seconds * 1e9)
+
+
+@two_threads
+def test_the_parallel_twins_wait_until_the_serial_calls_have_paid_for_the_compile(
+        clock, monkeypatch):
+    monkeypatch.setattr(threads, "_bill", threads._CompileBill())
+    monkeypatch.setattr(threads, "_paid", [0])
+    monkeypatch.setattr(threads, "_ready", [False])
+    numba.core.event.register("numba:compile", threads._bill)
+    try:
+        # the library's kernels compile (a foreign function's compile is not on the bill, nor
+        # is a nested compile counted twice): a bill of 3 s
+        _compile(clock, "river_doebe.kernels.stack", 1.5, nested=[("numba.np.linalg", 0.5)])
+        _compile(clock, "user_code", 5.0)
+        _compile(clock, "river_doebe.basis.rbf", 1.0)
+        assert threads._bill.ns == 3 * 10**9
+        pace = threads.Pace()
+        with num_threads(None):
+            # threads would pay (0.55 of the serial time), but the first 3 s of serial calls
+            # (3,000 calls of 1 ms) run on one thread; a compile during a call is not its time
+            modes = []
+            for i in range(9000):
+                modes.append(pace.start(10**6, 100))
+                if i == 10:
+                    _compile(clock, "river_doebe.kernels.gaussian", 4.0)  # 4 s more to pay
+                clock.now += 550_000 if modes[-1] else 1_000_000
+        modes = np.array(modes)
+        first = int(np.argmax(modes))
+        assert 7000 - 2 <= first <= 7000 + 16  # the rent is paid, then the probe
+        assert not modes[:first].any() and modes[first + 100:].mean() > 0.98
+        assert threads.threads_ready() and threads._paid[0] >= threads._bill.ns
+    finally:
+        numba.core.event.unregister("numba:compile", threads._bill)
+
+
 @pytest.mark.slow  # six fresh interpreters, each importing the package
 def test_the_environment_sets_the_starting_value():
     code = ("import river_doebe.engine.threads as t, os; "
@@ -166,6 +216,7 @@ def erratic_clock(monkeypatch):
         return state["now"]
 
     monkeypatch.setattr(threads, "_clock", tick)
+    monkeypatch.setattr(threads, "_ready", [True])
     switches = {"sample": 0, "block": 0}
     last = {}
     start = threads.Pace.start

@@ -24,6 +24,18 @@ The library's setting applies to every model of the process:
 An explicit setting always wins over the timing. Nothing of the timing is pickled or copied
 with a model: a loaded or copied model times its own calls again.
 
+**The parallel twins are compiled when they can pay for it.** Numba compiles a kernel on its
+first call; a parallel twin costs seconds more (its ``prange`` lowering), and on a fresh install
+(no on-disk cache yet) a first probe would pay for every twin before the first hundred samples,
+to speed up a stream that may end soon after. So the stacks of a process first run their serial
+kernels only, until those calls have taken as long as this process spent compiling the library's
+kernels (:func:`threads_ready`; Numba's compile events, outermost only): the rule of renting
+before buying (the "ski rental" problem), which never spends more than twice what the better of
+the two choices would have cost for the compile. On a later session the kernels come from the
+on-disk cache, nothing is compiled, and the stacks time their threads from their first calls.
+The compile time is kept out of every call's time too, so a probe that compiles its twin is not
+judged by it.
+
 The GNU OpenMP runtime (Numba's ``omp`` threading layer) keeps a thread that has no work
 spinning for 300,000 rounds before it sleeps. Between the per-sample
 parallel regions of a busy machine that spinning thread is one more CPU-bound thread, fighting
@@ -43,6 +55,7 @@ from collections.abc import Iterator
 
 import numba
 import numpy as np
+from numba.core import event
 
 __all__ = [
     "PARALLEL_MIN_MEMBERS",
@@ -53,6 +66,7 @@ __all__ = [
     "get_num_threads",
     "num_threads",
     "set_num_threads",
+    "threads_ready",
     "use_threads",
 ]
 
@@ -139,8 +153,49 @@ def use_threads(work: int, members: int, rows: int = 1) -> bool:
     return True
 
 
-#: the clock of :class:`Pace` (nanoseconds; a test may replace it)
+#: the clock of :class:`Pace` and of the compile bill (nanoseconds; a test may replace it)
 _clock = time.perf_counter_ns
+
+
+class _CompileBill(event.Listener):
+    """The time Numba has spent compiling this library's kernels in this process (``ns``): the
+    outermost compile events whose function is the library's (a kernel's nested compiles,
+    Numba's own helpers included, are inside it)."""
+
+    def __init__(self) -> None:
+        self.ns = 0
+        self._depth = 0
+        self._t0 = 0
+        self._ours = False
+
+    def on_start(self, ev: event.Event) -> None:
+        if self._depth == 0:
+            func = getattr(ev.data.get("dispatcher"), "py_func", None)
+            self._ours = getattr(func, "__module__", "").startswith("river_doebe.")
+            self._t0 = _clock()
+        self._depth += 1
+
+    def on_end(self, ev: event.Event) -> None:
+        self._depth -= 1
+        if self._depth == 0 and self._ours:
+            self.ns += _clock() - self._t0
+
+
+#: the compile bill, and the time the stacks' serial calls have run (the rent paid); Numba
+#: compiles under one lock, so the events of several threads do not interleave
+_bill = _CompileBill()
+event.register("numba:compile", _bill)
+_paid = [0]
+_ready = [False]
+
+
+def threads_ready() -> bool:
+    """Whether the stacks of this process may time their parallel kernels (and so compile
+    them): once their serial calls have run as long as the library's compiles took (at once
+    when the kernels came from the on-disk cache), and from then on."""
+    if not _ready[0] and _paid[0] > 0 and _paid[0] >= _bill.ns:
+        _ready[0] = True
+    return _ready[0]
 
 
 class Pace:
@@ -173,7 +228,7 @@ class Pace:
 
     __slots__ = ("chunk", "rounds", "first", "longest", "parallel", "_plan", "_serial",
                  "_threads", "_recent", "_wait", "_left", "_left_calls", "_t0", "_units",
-                 "_sum", "_sum_units", "_ref", "_probing", "calls", "parallel_calls")
+                 "_billed", "_sum", "_sum_units", "_ref", "_probing", "calls", "parallel_calls")
 
     def __init__(self, chunk: int = 8, rounds: int = 3, first: int = 32, longest: int = 512):
         self.chunk, self.rounds, self.first, self.longest = chunk, rounds, first, longest
@@ -213,8 +268,10 @@ class Pace:
         now = _clock()
         if self._t0 is not None:
             self._count(now - self._t0)
-        self._t0, self._units = now, rows
+        self._t0, self._units, self._billed = now, rows, _bill.ns
         self.calls += 1
+        if not threads_ready():  # the serial kernels pay toward the twins' compile first
+            return False
         self.parallel_calls += self.parallel
         return self.parallel
 
@@ -230,6 +287,10 @@ class Pace:
 
     # ------------------------------------------------------------------ bookkeeping
     def _count(self, elapsed: int) -> None:
+        elapsed -= _bill.ns - self._billed  # a compile during the call is not the call's time
+        if not _ready[0]:  # a serial call before the twins may be timed: rent paid, no probe
+            _paid[0] += max(elapsed, 0)
+            return
         self._sum += elapsed
         self._sum_units += self._units
         self._left_calls -= 1

@@ -224,8 +224,13 @@ def predict_member(m, phi, p, s, V, E, mean, var):
     sm, q, pp = _moments(f, is_static, phi, mu[m], V[m])
     if math.isfinite(sm) and math.isfinite(q) and not is_static:
         if not q >= p.var_rw[m] * pp * (1.0 - _PSD_SLACK):
-            S = C[m, :f, :f]
-            S[:, :] = repair_covariance(S)
+            R = repair_covariance(C[m, :f, :f])
+            # element by element: a slice assignment would compile Numba's shape-mismatch
+            # message (string formatting), seconds of every fresh install's first use
+            S = C[m]
+            for i in range(f):
+                for k in range(f):
+                    S[i, k] = R[i, k]
             _dynamic_sweep(f, False, True, phi, C[m], V[m], pvec[m], p.var_rw[m])
             sm, q, pp = _moments(f, False, phi, mu[m], V[m])
             if q < 0.0:
