@@ -326,14 +326,25 @@ def owe_update(m, f, V, s):
 @numba.njit(cache=True)
 def repair_covariance(S):
     """The nearest positive semi-definite matrix to the symmetric part of ``S`` (eigenvalues
-    clipped at 0), exactly symmetric: a dynamic member's rare repair after rounding broke it."""
-    A = 0.5 * (S + S.T)
+    clipped at 0), exactly symmetric: a dynamic member's rare repair after rounding broke it.
+    (Loops rather than array expressions: each of those compiles its own helpers, seconds of a
+    fresh install's first use, for a step that almost never runs.)"""
+    n = S.shape[0]
+    A = np.empty((n, n))
+    for i in range(n):
+        for j in range(n):
+            A[i, j] = 0.5 * (S[i, j] + S[j, i])
     lam, Q = np.linalg.eigh(A)
-    for i in range(lam.shape[0]):
-        if lam[i] < 0.0:
-            lam[i] = 0.0
-    R = (Q * lam) @ Q.T
-    return 0.5 * (R + R.T)
+    R = np.empty((n, n))
+    for i in range(n):
+        for j in range(i + 1):
+            acc = 0.0
+            for k in range(n):
+                if lam[k] > 0.0:
+                    acc += Q[i, k] * lam[k] * Q[j, k]
+            R[i, j] = acc
+            R[j, i] = acc
+    return R
 
 
 @numba.njit(cache=True)
