@@ -485,6 +485,15 @@ def markdown(doc: dict) -> str:
                          f"{r['samples_per_s']['Recalibrated(EDOEBE)']:,.0f} | "
                          f"{r['ratio']:.3f} |")
         lines.append("")
+        # runs kept beside the main one (added to the json by hand, with a note)
+        others = [f"{key.replace('_', ' ')}{' (' + r['commit'] + ')' if r.get('commit') else ''}"
+                  f", load {r['load_avg'][0]:.1f}: {r['dist']['ratio']:.3f} with distributions, "
+                  f"{r['point']['ratio']:.3f} with points"
+                  for key, r in o.items() if key.endswith("_run")]
+        if others:
+            lines += ["Other runs: " + "; ".join(others) + ".", ""]
+        if o.get("note"):
+            lines += [f"Note: {o['note']}.", ""]
     if doc.get("skipped"):
         lines += ["Not run: " + "; ".join(f"{k} ({v})" for k, v in doc["skipped"].items()), ""]
     return "\n".join(lines)

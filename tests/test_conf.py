@@ -550,3 +550,65 @@ def test_the_compiled_interpolation_is_numpy_s():
                              np.nextafter(xp, -1.0)))
         for x in xs:
             assert _interp(float(x), xp, fp) == float(np.interp(x, xp, fp))
+
+
+class _Hidden(base.Regressor):
+    """This package's regressor behind river's plain protocol only: the wrapper must read its
+    predictive through ``predict_one(x, with_dist=True)``."""
+
+    def __init__(self, model):
+        self.model = model
+
+    @property
+    def is_warm(self):
+        return self.model.is_warm
+
+    def predict_one(self, x, with_dist=False):
+        return self.model.predict_one(x, with_dist=with_dist)
+
+    def learn_one(self, x, y):
+        self.model.learn_one(x, y)
+
+
+@pytest.mark.parametrize("kind", ["edoebe", "explicit-members"])
+def test_point_predictions_read_as_arrays_change_no_number(kind):
+    # predict_one(x) reads this package's models' predictive as arrays (no distribution
+    # object): every prediction and every state equal those read through the distribution
+    from river.datasets import synth
+
+    from river_doebe import DOBE, EDOEBE
+    from river_doebe.basis import Linear, RandomFourierFeatures
+    from river_doebe.conf import _kernels
+
+    data = list(synth.Friedman(seed=5).take(420))
+    X = [x for x, _ in data]
+    # a jump puts the location-scale corrections to work (their Gaussian is built on the
+    # moments the arrays give)
+    Y = [y + (40.0 if i >= 300 else 0.0) for i, (_, y) in enumerate(data)]
+
+    def make():
+        if kind == "edoebe":
+            return EDOEBE(n_warmup=100, seed=1, n_samples=2, starts=(1.0,))
+        return EDOEBE(models=[DOBE(Linear(), var_eps=0.5),
+                              DOBE(RandomFourierFeatures(10, seed=2))], rw_variances=(1e-3,))
+
+    arrays, plain, dists = Recalibrated(make()), Recalibrated(_Hidden(make())), Recalibrated(
+        make())
+    corrected = read_as_arrays = 0
+    for i, (x, y) in enumerate(zip(X, Y, strict=True)):
+        a, b = arrays.predict_one(x), plain.predict_one(x)
+        read_as_arrays += isinstance(arrays._memo[1], tuple)
+        dists.predict_one(x, with_dist=True)
+        assert a == b == float(dists._memo[1].mu)  # (the wrapped model's predictive)
+        if i % 3 == 0:
+            # the model asked about another sample between the prediction and the learning
+            # changes nothing: the arrays kept are the prediction's
+            arrays.regressor.predict_one(X[-1 - i], with_dist=True)
+        for m in (arrays, plain, dists):
+            m.learn_one(x, y)
+        assert _state(arrays) == _state(plain) == _state(dists)
+        corrected += arrays._state[_kernels.CORR] != 0.0
+    assert arrays.n_updates_ >= 300 and read_as_arrays >= 300 and corrected > 0
+    x = X[0]
+    assert _same_distribution(arrays.predict_one(x, with_dist=True),
+                              plain.predict_one(x, with_dist=True))

@@ -4,7 +4,9 @@ whole update of :class:`~river_doebe.conf.Recalibrated`'s state from one target,
 makes the knots of the map for the next prediction. In Python the update was a few dozen
 small operations on lists and NumPy arrays a sample, most of the wrapper's time
 (benchmarks/results/calibration_wrapper.json). The per-sample path and the block path both call
-:func:`update`, so they do the same arithmetic in the same order.
+:func:`update_affine` (through :func:`update` for a distribution in the target's units; with a
+model's standardised members and its scale and shift for the arrays a point prediction of this
+package's ensembles gives), so they do the same arithmetic in the same order.
 
 The state is one float64 vector (:func:`new_state` lays it out):
 
@@ -25,7 +27,7 @@ import math
 import numba
 import numpy as np
 
-__all__ = ["mixture_pit", "new_state", "knots", "update"]
+__all__ = ["mixture_pit", "new_state", "knots", "scaled_mixture_pit", "update", "update_affine"]
 
 _SQRT_HALF = math.sqrt(0.5)
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -59,21 +61,33 @@ def new_state(confidence_level: float, levels, n_windows: int) -> np.ndarray:
 def mixture_pit(weights, means, variances, y):
     """``(F(y), 1 - F(y), log f(y))`` of the mixture ``sum_k w_k N(means_k, variances_k)``,
     the log density by log-sum-exp (a component of weight 0 adds nothing)."""
+    return scaled_mixture_pit(weights, means, variances, 1.0, 0.0, y)
+
+
+@numba.njit(cache=True)
+def scaled_mixture_pit(weights, means, variances, scale, shift, y):
+    """``(F(y), 1 - F(y), log f(y))`` of the mixture ``sum_k w_k N(scale means_k + shift,
+    scale^2 variances_k)``: a model's mixture in its standardised units, mapped back to the
+    target's with the arithmetic of
+    :meth:`river_doebe.warmup.standardise.Standardizer.y_back` (``scale = 1, shift = 0``
+    changes no bit). A component of weight 0 is skipped: it adds nothing, and it may be a
+    slot that no prediction filled."""
     n = weights.shape[0]
     f = 0.0
     sf = 0.0
     terms = np.empty(n)
     top = -np.inf
+    s2 = scale * scale
     for k in range(n):
-        r = y - means[k]
-        z = r / math.sqrt(variances[k])
+        if not weights[k] > 0.0:
+            terms[k] = -np.inf
+            continue
+        var = variances[k] * s2
+        r = y - (means[k] * scale + shift)
+        z = r / math.sqrt(var)
         f += weights[k] * (0.5 * math.erfc(-z * _SQRT_HALF))
         sf += weights[k] * (0.5 * math.erfc(z * _SQRT_HALF))
-        if weights[k] > 0.0:
-            t = (math.log(weights[k]) - 0.5 * r * r / variances[k]
-                 - 0.5 * math.log(variances[k]) - _HALF_LOG_2PI)
-        else:
-            t = -np.inf
+        t = (math.log(weights[k]) - 0.5 * r * r / var - 0.5 * math.log(var) - _HALF_LOG_2PI)
         terms[k] = t
         if t > top:
             top = t
@@ -207,10 +221,20 @@ def knots(state, settings, shape_p, segment):
 @numba.njit(cache=True)
 def update(state, settings, shape_p, segment, rho, ku, kp, weights, means, variances, mu, sigma,
            y):
+    """:func:`update_affine` of a mixture given in the target's units (``scale = 1, shift =
+    0``)."""
+    return update_affine(state, settings, shape_p, segment, rho, ku, kp, weights, means,
+                         variances, 1.0, 0.0, mu, sigma, y)
+
+
+@numba.njit(cache=True)
+def update_affine(state, settings, shape_p, segment, rho, ku, kp, weights, means, variances,
+                  scale, shift, mu, sigma, y):
     """Learn one target ``y`` from the prediction made before it was seen: the wrapped
-    predictive (the mixture ``weights, means, variances``, of mean ``mu`` and standard deviation
-    ``sigma``) and the map ``(ku, kp)`` it was given. Returns the knots on ``F'``'s levels for
-    the next prediction."""
+    predictive (the mixture ``weights, means, variances`` mapped by ``scale`` and ``shift`` as
+    :func:`scaled_mixture_pit` says, of mean ``mu`` and standard deviation ``sigma``) and the
+    map ``(ku, kp)`` it was given. Returns the knots on ``F'``'s levels for the next
+    prediction."""
     K = shape_p.shape[0]
     W = rho.shape[0]
     c = settings[S_LEVEL]
@@ -218,7 +242,7 @@ def update(state, settings, shape_p, segment, rho, ku, kp, weights, means, varia
     p_lo = 0.5 * (1.0 - c)
     p_hi = 0.5 * (1.0 + c)
     # the PIT under F': the wrapped predictive's, or the correction's Gaussian in use
-    f, sf, log_f = mixture_pit(weights, means, variances, y)
+    f, sf, log_f = scaled_mixture_pit(weights, means, variances, scale, shift, y)
     k = int(state[CORR])
     if k != 0:
         sd = sigma * state[CSCALE]

@@ -323,10 +323,29 @@ class Recalibrated(base.Wrapper, base.Regressor):
         return RecalibratedDistribution._unchecked(self._base(dist), self._ku, self._kp)
 
     # ------------------------------------------------------------------ river's API
+    def _arrays(self, x):
+        """The wrapped model's predictive for ``x`` as arrays (its private
+        ``_predictive_arrays``, this package's ensembles), copied so that they stay the
+        prediction made now; ``None`` for a regressor without that view."""
+        view = getattr(self.regressor, "_predictive_arrays", None)
+        parts = None if view is None else view(x)
+        if parts is None:
+            return None
+        mu, var, log_w, means, variances, scale, shift = parts
+        # the weights as the model's mixture computes them (NumPy's exp, bit for bit)
+        return mu, var, np.exp(log_w), means.copy(), variances.copy(), scale, shift
+
     def predict_one(self, x, with_dist: bool = False, with_interval: bool = False, **kwargs):
         """The wrapped model's point prediction; with ``with_dist=True`` the recalibrated
         distribution (a :class:`RecalibratedDistribution`); with ``with_interval=True`` the
         adaptive conformal interval at ``confidence_level`` (a ``river.conf.Interval``)."""
+        if not (with_dist or with_interval or kwargs):
+            # a point: this package's ensembles give their predictive as arrays, and no
+            # distribution is built for a prediction that does not need one
+            parts = self._arrays(x)
+            if parts is not None:
+                self._memo = (dict(x), parts)
+                return float(parts[0])
         dist = self.regressor.predict_one(x, with_dist=True, **kwargs)
         # learn_one reuses this prediction if it is asked for the same features
         self._memo = (dict(x), dist)
@@ -350,11 +369,15 @@ class Recalibrated(base.Wrapper, base.Regressor):
         memo, self._memo = self._memo, None
         if getattr(self.regressor, "is_warm", True):
             if memo is not None and memo[0] == x:
-                dist = memo[1]
+                pred = memo[1]
             else:
-                dist = self.regressor.predict_one(x, with_dist=True)
-            if not self._is_point_mass(dist):
-                self._update(dist, y)
+                pred = self._arrays(x)
+                if pred is None:
+                    pred = self.regressor.predict_one(x, with_dist=True)
+            if isinstance(pred, tuple):
+                self._update_arrays(pred, y)
+            elif not self._is_point_mass(pred):
+                self._update(pred, y)
         self.regressor.learn_one(x, y, **kwargs)
 
     def predict_learn_many(self, X, y, with_dist: bool = False) -> list:
@@ -419,3 +442,15 @@ class Recalibrated(base.Wrapper, base.Regressor):
         self._ku = _kernels.update(
             self._state, self._settings, self._shape_arr, self._segment_arr, self._rho,
             self._ku, self._kp, weights, means, variances, mu, sigma, y)
+
+    def _update_arrays(self, parts, y: float) -> None:
+        """:meth:`_update` from the arrays of :meth:`_arrays`: the same numbers as from the
+        distribution they make (its mixture is mapped to the target's units in the compiled
+        update, with the model's arithmetic)."""
+        mu, var, weights, means, variances, scale, shift = parts
+        sigma = math.sqrt(var)
+        if not 0.0 < sigma < math.inf:  # a point mass: not learnt from
+            return
+        self._ku = _kernels.update_affine(
+            self._state, self._settings, self._shape_arr, self._segment_arr, self._rho,
+            self._ku, self._kp, weights, means, variances, scale, shift, float(mu), sigma, y)
