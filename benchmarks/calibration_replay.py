@@ -25,7 +25,9 @@ Variants (``--variants``):
   under uniform PITs from its level, and closes when every one is back within 2.5;
   ``gate-long-avg``: while only the 4,000-sample window finds a departure, the map is the
   exponentially weighted mean of the learnt maps' knots over 1,000 samples (a small, lasting
-  departure: less noise), the learnt map itself otherwise.
+  departure: less noise), the learnt map itself otherwise;
+- ``gate-library``: ``Recalibrated(gate=True)``, that gate (``gate-long-avg``) in the compiled
+  update.
 
     python benchmarks/calibration_replay.py --record --recordings /tmp/rec --max-samples 5000
     python benchmarks/calibration_replay.py --recordings /tmp/rec --variants default gate
@@ -173,6 +175,7 @@ VARIANTS = {
     "gate": lambda r: Gated(r),
     "gate-long": lambda r: Gated(r, gate_windows=(100, 1000, 4000), z_open=(4.5, 3.5, 3.0),
                                  intervals=True),
+    "gate-library": lambda r: Recalibrated(r, gate=True),
     "gate-long-avg": lambda r: Gated(r, gate_windows=(100, 1000, 4000), z_open=(4.5, 3.5, 3.0),
                                      intervals=True, average=1000),
 }
@@ -198,6 +201,8 @@ def replay(make, data: list) -> dict:
            "plain": {"coverage_90": p90, "coverage_50": p50, "crps": pc}, "n_scored": len(data)}
     if isinstance(model, Gated):
         out["n_open"] = model.n_open
+    elif model.gate:
+        out["n_gated"] = model.n_gated_
     return out
 
 

@@ -612,3 +612,53 @@ def test_point_predictions_read_as_arrays_change_no_number(kind):
     x = X[0]
     assert _same_distribution(arrays.predict_one(x, with_dist=True),
                               plain.predict_one(x, with_dist=True))
+
+
+# ---------------------------------------------------------------------------------------------
+# The gate
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("make_sequence", [
+    lambda m, T: alternating(T, every=5),
+    lambda m, T: jump(T, at=T // 4, size=1e6),
+    lambda m, T: always_miss(m, T),
+    lambda m, T: always_cover(T),
+], ids=["regimes-every-5", "jump-1e6", "adversary-always-miss", "always-at-the-median"])
+def test_the_gate_keeps_the_interval_s_guarantee(make_sequence):
+    T = 1500
+    model = Recalibrated(Scripted(), gate=True)
+    interval_miss, dist_miss = run(model, make_sequence(model, T))
+    b = bound(model, T)
+    assert abs(interval_miss.mean() - 0.1) <= b + 1e-12
+    # the distribution's interval is the conformal one wherever the gate lets g_t through
+    away = model.n_outside_ + model.n_gated_
+    assert abs(dist_miss.mean() - 0.1) <= b + away / T + 1e-12
+    assert (interval_miss != dist_miss).sum() <= away
+
+
+def test_the_gate_keeps_a_calibrated_model_s_distribution():
+    rng = np.random.default_rng(11)
+    seq = [({"m": 0.0, "s": 1.0}, float(rng.normal())) for _ in range(3000)]
+    model = Recalibrated(Scripted(), gate=True)
+    run(model, seq)
+    # never opened: every distribution was the wrapped model's own
+    assert model.n_gated_ == model.n_updates_ == 3000 and not model.gate_open_
+    x = {"m": 0.3, "s": 2.0}
+    G, F = model.predict_one(x, with_dist=True), gaussian(0.3, 4.0)
+    assert [G.cdf(q) for q in (-3.0, 0.3, 1.7)] == [F.cdf(q) for q in (-3.0, 0.3, 1.7)]
+    # while the conformal interval is the map's, which learnt all along
+    assert model.predict_one(x, with_interval=True) == model._conformal(F).interval(0.9)
+
+
+def test_the_gate_opens_on_a_miscalibrated_model_and_after_a_jump():
+    rng = np.random.default_rng(0)
+    seq = [({"m": 0.0, "s": 1.0}, float(rng.normal(0.0, 0.3))) for _ in range(3000)]
+    model = Recalibrated(Scripted(), gate=True)
+    _, dist_miss = run(model, seq)
+    assert model.gate_open_ and abs(dist_miss[1000:].mean() - 0.1) < 0.03
+    model = Recalibrated(Scripted(), gate=True)
+    T, at = 1600, 1000
+    _, dist_miss = run(model, jump(T, at=at, size=1000.0, seed=1))
+    assert dist_miss[at + 200:at + 300].mean() <= 0.2
+    assert dist_miss[at + 300:].mean() <= 0.2

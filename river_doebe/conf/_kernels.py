@@ -37,17 +37,40 @@ ALPHA, BETA, N_UPDATES, N_OUTSIDE, CORR, CLOC, CSCALE, LAST, STEP2 = range(9)
 FIXED = 9
 
 # the settings' slots
-S_LEVEL, S_STEP, S_LEVEL_STEP, S_RHO_SCORE, S_MARGIN = range(5)
-N_SETTINGS = 5
+S_LEVEL, S_STEP, S_LEVEL_STEP, S_RHO_SCORE, S_MARGIN, S_GATE = range(6)
+N_SETTINGS = 6
+
+# the gate's block, last in the state: whether it is open, whether the mean map is in use, the
+# targets it has seen, the targets learnt while the distribution was not the conformal map;
+# then the shares of its events over each window; then the mean map's knots
+G_OPEN, G_SLOW, G_N, G_CLOSED = range(4)
+#: the gate's windows (effective lengths), and by how many standard deviations under uniform
+#: PITs a share must depart from its probability over each to open it: the short windows see
+#: a shift within tens of samples, the long one a small, lasting miscalibration (and, by
+#: themselves, many looks at a calibrated stream must rarely open it: hence the high bars)
+GATE_WINDOWS = np.array([100.0, 1000.0, 4000.0])
+GATE_Z_OPEN = np.array([4.5, 3.5, 3.0])
+#: it closes when every share of every window is back within this many standard deviations
+GATE_Z_CLOSE = 2.5
+#: the events: the PIT below 0.05, 0.25, 0.5, 0.75, 0.95, inside (0.25, 0.75] and (0.05, 0.95];
+#: their probabilities under uniform PITs
+GATE_P = np.array([0.05, 0.25, 0.5, 0.75, 0.95, 0.5, 0.9])
+#: the window of the mean of the learnt maps used while only the longest window finds a
+#: departure (a small one: a map that moves with every step would cost more than it corrects)
+GATE_AVERAGE = 1000.0
+GATE_SIZE = 4 + 3 * 7
 
 #: a sample costs a correction at most this many nats more than the best one, in the recent
 #: mean log scores: one wild target must not decide for hundreds of samples
 SCORE_CAP = 30.0
 
 def new_state(confidence_level: float, levels, n_windows: int) -> np.ndarray:
-    """The state before any update."""
+    """The state before any update (the gate's mean map is set by the caller, to the first
+    knots)."""
     k, w = len(levels), n_windows
-    state = np.zeros(FIXED + k + 2 * w + (w + 2 if w else 1))
+    state = np.zeros(FIXED + k + 2 * w + (w + 2 if w else 1) + GATE_SIZE + k + 4)
+    gate = state.shape[0] - GATE_SIZE - (k + 4)
+    state[gate + 4:gate + GATE_SIZE] = np.tile(GATE_P, 3)
     state[ALPHA] = 1.0 - confidence_level
     state[BETA] = 0.5
     state[CSCALE] = 1.0
@@ -243,6 +266,7 @@ def update_affine(state, settings, shape_p, segment, rho, ku, kp, weights, means
     p_hi = 0.5 * (1.0 + c)
     # the PIT under F': the wrapped predictive's, or the correction's Gaussian in use
     f, sf, log_f = scaled_mixture_pit(weights, means, variances, scale, shift, y)
+    f_wrapped = f
     k = int(state[CORR])
     if k != 0:
         sd = sigma * state[CSCALE]
@@ -287,7 +311,58 @@ def update_affine(state, settings, shape_p, segment, rho, ku, kp, weights, means
         _learn_corrections(state, settings, rho, K, W, mu, sigma, y, log_f)
     _choose_correction(state, settings, K, W)
     state[N_UPDATES] += 1.0
-    return knots(state, settings, shape_p, segment)
+    ku_next = knots(state, settings, shape_p, segment)
+    if settings[S_GATE] != 0.0:
+        _gate(state, f_wrapped, ku_next)
+    return ku_next
+
+
+@numba.njit(cache=True)
+def _gate(state, f, ku):
+    """The gate's statistics from the wrapped predictive's PIT ``f`` of the target, the mean
+    map from the knots ``ku`` for the next prediction, and the gate's state for it."""
+    n_knots = ku.shape[0]
+    gb = state.shape[0] - GATE_SIZE - n_knots
+    # how the prediction of this target was made: the count of the distribution's bound
+    if state[gb + G_OPEN] == 0.0 or state[gb + G_SLOW] != 0.0:
+        state[gb + G_CLOSED] += 1.0
+    n = state[gb + G_N] + 1.0
+    state[gb + G_N] = n
+    departs = False
+    fast = False
+    inside = True
+    for i in range(GATE_WINDOWS.shape[0]):
+        rho = 1.0 - 1.0 / GATE_WINDOWS[i]
+        # the variance of an exponentially weighted share of n draws, started at its mean
+        spread = (1.0 - rho) * (1.0 - rho ** (2.0 * n)) / (1.0 + rho)
+        top = 0.0
+        for j in range(GATE_P.shape[0]):
+            q = GATE_P[j]
+            if j < 5:
+                hit = 1.0 if f <= q else 0.0
+            elif j == 5:
+                hit = 1.0 if 0.25 < f <= 0.75 else 0.0
+            else:
+                hit = 1.0 if 0.05 < f <= 0.95 else 0.0
+            at = gb + 4 + i * GATE_P.shape[0] + j
+            h = rho * state[at] + (1.0 - rho) * hit
+            state[at] = h
+            top = max(top, abs(h - q) / math.sqrt(q * (1.0 - q) * spread))
+        if top > GATE_Z_OPEN[i]:
+            departs = True
+            if i < GATE_WINDOWS.shape[0] - 1:
+                fast = True
+        if top > GATE_Z_CLOSE:
+            inside = False
+    r = 1.0 - 1.0 / GATE_AVERAGE
+    mean = gb + GATE_SIZE
+    for j in range(1, n_knots - 1):  # (the ends stay 0 and 1 exactly)
+        state[mean + j] = r * state[mean + j] + (1.0 - r) * ku[j]
+    if state[gb + G_OPEN] != 0.0:
+        state[gb + G_OPEN] = 0.0 if inside else 1.0
+    else:
+        state[gb + G_OPEN] = 1.0 if departs else 0.0
+    state[gb + G_SLOW] = 0.0 if fast else 1.0
 
 
 @numba.njit(cache=True)
