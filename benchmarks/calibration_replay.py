@@ -220,7 +220,8 @@ def markdown(doc: dict) -> str:
         "replayed through each variant of the wrapper (see `calibration_replay.py`). A cell: "
         "90% / 50% coverage of the variant's distribution, and its CRPS change against the "
         "E-DOEBE's own (negative: better); for the gates, the share of the samples with the "
-        "gate open.",
+        "gate open (for the library's gate: the share predicted with the learnt map itself, "
+        "not the identity or the mean map).",
         f"Command: `python benchmarks/calibration_replay.py --recordings DIR --variants "
         f"{' '.join(variants)}`. Load average (1 minute): {doc['load_avg_start'][0]:.1f} at "
         f"the start, {doc['load_avg_end'][0]:.1f} at the end (2 cores). Recordings: "
@@ -238,6 +239,8 @@ def markdown(doc: dict) -> str:
                     f"{r['crps_change_pct']:+.2f}%")
             if "n_open" in r:
                 cell += f", open {r['n_open'] / r['n_scored']:.0%}"
+            if "n_gated" in r:
+                cell += f", own map {1.0 - r['n_gated'] / r['n_scored']:.0%}"
             cells.append(cell)
         lines.append(f"| {stream} | " + " | ".join(cells) + " |")
     lines.append("")
