@@ -28,7 +28,7 @@ Two experiments beside the table:
 
 - ``shift``: Friedman #1 with a jump of ``--jump`` (1,000) warm-up standard deviations added to
   every target from 1,000 samples after the warm-up on; the 90% coverage and mean width over
-  windows after the jump;
+  windows after the jump (with ``--gate`` also of ``Recalibrated(EDOEBE(), gate=True)``);
 - ``overhead``: ``EDOEBE()`` and ``Recalibrated(EDOEBE())`` warmed up on the same samples, then
   timed on the same samples in interleaved chunks in this process (predict with the
   distribution, then learn; and predict the point, then learn), best of ``--repeats``: the ratio
@@ -307,9 +307,11 @@ def shift(cfg: dict) -> dict:
     Z, Y = std.x(X), std.y(y)
     Y[w + after:] += cfg["jump"]
     dicts = [dict(zip(names, row, strict=True)) for row in Z.tolist()]
-    models = {"EDOEBE": edoebe(cfg, w), "Recalibrated(EDOEBE)": Recalibrated(edoebe(cfg, w)),
-              "RegressionJackknife(HoeffdingAdaptiveTree)": river_conf.RegressionJackknife(
-                  PEERS["hat"].factory(cfg), confidence_level=0.9, window_size=1000)}
+    models = {"EDOEBE": edoebe(cfg, w), "Recalibrated(EDOEBE)": Recalibrated(edoebe(cfg, w))}
+    if cfg.get("gate"):
+        models["Recalibrated(EDOEBE, gate=True)"] = Recalibrated(edoebe(cfg, w), gate=True)
+    models["RegressionJackknife(HoeffdingAdaptiveTree)"] = river_conf.RegressionJackknife(
+        PEERS["hat"].factory(cfg), confidence_level=0.9, window_size=1000)
     out = {}
     for name, model in models.items():
         covered, widths = [], []
@@ -485,6 +487,15 @@ def markdown(doc: dict) -> str:
                          f"{r['samples_per_s']['Recalibrated(EDOEBE)']:,.0f} | "
                          f"{r['ratio']:.3f} |")
         lines.append("")
+        # runs kept beside the main one (added to the json by hand, with a note)
+        others = [f"{key.replace('_', ' ')}{' (' + r['commit'] + ')' if r.get('commit') else ''}"
+                  f", load {r['load_avg'][0]:.1f}: {r['dist']['ratio']:.3f} with distributions, "
+                  f"{r['point']['ratio']:.3f} with points"
+                  for key, r in o.items() if key.endswith("_run")]
+        if others:
+            lines += ["Other runs: " + "; ".join(others) + ".", ""]
+        if o.get("note"):
+            lines += [f"Note: {o['note']}.", ""]
     if doc.get("skipped"):
         lines += ["Not run: " + "; ".join(f"{k} ({v})" for k, v in doc["skipped"].items()), ""]
     return "\n".join(lines)
@@ -532,6 +543,8 @@ def main(argv=None) -> dict:
     p.add_argument("--jump", type=float, default=1000.0)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--quick", action="store_true", help="short streams and a small E-DOEBE")
+    p.add_argument("--gate", action="store_true",
+                   help="the shift experiment adds Recalibrated(EDOEBE(), gate=True)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=HERE / "results", help="output folder")
     p.add_argument("--data-dir", default=None,
@@ -555,6 +568,8 @@ def main(argv=None) -> dict:
         "shift_horizon": 600 if args.quick else 1500,
         "repeats": args.repeats,
         "overhead_samples": 1000 if args.quick else 3000,
+        # (only when asked: runs without it merge with the earlier ones)
+        **({"gate": True} if args.gate else {}),
         # the peers' registry reads these
         "n_samples": 2 if args.quick else 5,
         "starts": (1.0,) if args.quick else (0.1, 1.0, 10.0),

@@ -294,6 +294,32 @@ class ArrayRegressor(ArrayEstimator):
         except FilterError as err:
             raise self._refused(err, x, "predict") from None
 
+    def _predictive_arrays(self, x: dict):
+        """The predictive for ``x`` as arrays, without building a distribution: ``(mean, var,
+        log_weights, means, variances, scale, shift)``, whose mixture is ``sum_k
+        exp(log_weights_k) N(means_k * scale + shift, variances_k * (scale * scale))`` (a
+        log weight of ``-inf``: no component), and ``(mean, var)`` its moments; bit for bit the
+        distribution of ``predict_one(x, with_dist=True)``, and its ``mu`` the value of
+        ``predict_one(x)``. ``None`` when the model has no such view (then ask
+        ``predict_one``). The arrays are the model's own, valid until it next predicts or
+        learns.
+
+        A private protocol of :class:`river_doebe.conf.Recalibrated`: a point prediction then
+        needs no distribution object, and the recalibration's compiled update reads the
+        arrays."""
+        z = self._predict_array(x)
+        if z is None:
+            return None
+        try:
+            return self._predictive_view(z)
+        except FilterError as err:
+            raise self._refused(err, x, "predict") from None
+
+    def _predictive_view(self, z: np.ndarray):
+        """:meth:`_predictive_arrays` for the sample's array ``z`` (an engine in the target's
+        units)."""
+        return (*self._model.predictive(z), 1.0, 0.0)
+
     def learn_one(self, x: dict, y: float) -> None:
         y = check_target(y)
         z, undo = self._learn_array(x)

@@ -503,6 +503,11 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
     def _history_targets(self, y, n: int) -> np.ndarray:
         return check_targets(y, n)
 
+    def _predictive_view(self, z: np.ndarray):
+        # the engine behind its standardisation (None during the warm-up: the fallback)
+        assert self._adaptor is not None  # (set up with the schema)
+        return self._adaptor.predictive(z)
+
     def member_predictions(self, x: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Each member's predictive ``(means, variances)`` for ``x`` in the units of the target,
         and the weights that the ensemble's prediction uses (after switching). Dropped members

@@ -162,6 +162,11 @@ class DOBE(BaseDOBE, ArrayRegressor, base.MiniBatchRegressor):
         # one member: its Gaussian
         return distributions().gaussian(mean, var)
 
+    def _predictive_arrays(self, x: dict) -> None:
+        # its predictive is a Gaussian, which river_doebe.conf.Recalibrated reads through its
+        # standard deviation (the engine's variance is not that squared, to the last bit)
+        return None
+
     @classmethod
     def _unit_test_params(cls):
         from river_doebe.basis import RandomFourierFeatures

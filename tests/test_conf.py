@@ -550,3 +550,115 @@ def test_the_compiled_interpolation_is_numpy_s():
                              np.nextafter(xp, -1.0)))
         for x in xs:
             assert _interp(float(x), xp, fp) == float(np.interp(x, xp, fp))
+
+
+class _Hidden(base.Regressor):
+    """This package's regressor behind river's plain protocol only: the wrapper must read its
+    predictive through ``predict_one(x, with_dist=True)``."""
+
+    def __init__(self, model):
+        self.model = model
+
+    @property
+    def is_warm(self):
+        return self.model.is_warm
+
+    def predict_one(self, x, with_dist=False):
+        return self.model.predict_one(x, with_dist=with_dist)
+
+    def learn_one(self, x, y):
+        self.model.learn_one(x, y)
+
+
+@pytest.mark.parametrize("kind", ["edoebe", "explicit-members"])
+def test_point_predictions_read_as_arrays_change_no_number(kind):
+    # predict_one(x) reads this package's models' predictive as arrays (no distribution
+    # object): every prediction and every state equal those read through the distribution
+    from river.datasets import synth
+
+    from river_doebe import DOBE, EDOEBE
+    from river_doebe.basis import Linear, RandomFourierFeatures
+    from river_doebe.conf import _kernels
+
+    data = list(synth.Friedman(seed=5).take(420))
+    X = [x for x, _ in data]
+    # a jump puts the location-scale corrections to work (their Gaussian is built on the
+    # moments the arrays give)
+    Y = [y + (40.0 if i >= 300 else 0.0) for i, (_, y) in enumerate(data)]
+
+    def make():
+        if kind == "edoebe":
+            return EDOEBE(n_warmup=100, seed=1, n_samples=2, starts=(1.0,))
+        return EDOEBE(models=[DOBE(Linear(), var_eps=0.5),
+                              DOBE(RandomFourierFeatures(10, seed=2))], rw_variances=(1e-3,))
+
+    arrays, plain, dists = Recalibrated(make()), Recalibrated(_Hidden(make())), Recalibrated(
+        make())
+    corrected = read_as_arrays = 0
+    for i, (x, y) in enumerate(zip(X, Y, strict=True)):
+        a, b = arrays.predict_one(x), plain.predict_one(x)
+        read_as_arrays += isinstance(arrays._memo[1], tuple)
+        dists.predict_one(x, with_dist=True)
+        assert a == b == float(dists._memo[1].mu)  # (the wrapped model's predictive)
+        if i % 3 == 0:
+            # the model asked about another sample between the prediction and the learning
+            # changes nothing: the arrays kept are the prediction's
+            arrays.regressor.predict_one(X[-1 - i], with_dist=True)
+        for m in (arrays, plain, dists):
+            m.learn_one(x, y)
+        assert _state(arrays) == _state(plain) == _state(dists)
+        corrected += arrays._state[_kernels.CORR] != 0.0
+    assert arrays.n_updates_ >= 300 and read_as_arrays >= 300 and corrected > 0
+    x = X[0]
+    assert _same_distribution(arrays.predict_one(x, with_dist=True),
+                              plain.predict_one(x, with_dist=True))
+
+
+# ---------------------------------------------------------------------------------------------
+# The gate
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("make_sequence", [
+    lambda m, T: alternating(T, every=5),
+    lambda m, T: jump(T, at=T // 4, size=1e6),
+    lambda m, T: always_miss(m, T),
+    lambda m, T: always_cover(T),
+], ids=["regimes-every-5", "jump-1e6", "adversary-always-miss", "always-at-the-median"])
+def test_the_gate_keeps_the_interval_s_guarantee(make_sequence):
+    T = 1500
+    model = Recalibrated(Scripted(), gate=True)
+    interval_miss, dist_miss = run(model, make_sequence(model, T))
+    b = bound(model, T)
+    assert abs(interval_miss.mean() - 0.1) <= b + 1e-12
+    # the distribution's interval is the conformal one wherever the gate lets g_t through
+    away = model.n_outside_ + model.n_gated_
+    assert abs(dist_miss.mean() - 0.1) <= b + away / T + 1e-12
+    assert (interval_miss != dist_miss).sum() <= away
+
+
+def test_the_gate_keeps_a_calibrated_model_s_distribution():
+    rng = np.random.default_rng(11)
+    seq = [({"m": 0.0, "s": 1.0}, float(rng.normal())) for _ in range(3000)]
+    model = Recalibrated(Scripted(), gate=True)
+    run(model, seq)
+    # never opened: every distribution was the wrapped model's own
+    assert model.n_gated_ == model.n_updates_ == 3000 and not model.gate_open_
+    x = {"m": 0.3, "s": 2.0}
+    G, F = model.predict_one(x, with_dist=True), gaussian(0.3, 4.0)
+    assert [G.cdf(q) for q in (-3.0, 0.3, 1.7)] == [F.cdf(q) for q in (-3.0, 0.3, 1.7)]
+    # while the conformal interval is the map's, which learnt all along
+    assert model.predict_one(x, with_interval=True) == model._conformal(F).interval(0.9)
+
+
+def test_the_gate_opens_on_a_miscalibrated_model_and_after_a_jump():
+    rng = np.random.default_rng(0)
+    seq = [({"m": 0.0, "s": 1.0}, float(rng.normal(0.0, 0.3))) for _ in range(3000)]
+    model = Recalibrated(Scripted(), gate=True)
+    _, dist_miss = run(model, seq)
+    assert model.gate_open_ and abs(dist_miss[1000:].mean() - 0.1) < 0.03
+    model = Recalibrated(Scripted(), gate=True)
+    T, at = 1600, 1000
+    _, dist_miss = run(model, jump(T, at=at, size=1000.0, seed=1))
+    assert dist_miss[at + 200:at + 300].mean() <= 0.2
+    assert dist_miss[at + 300:].mean() <= 0.2

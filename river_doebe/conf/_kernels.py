@@ -4,7 +4,9 @@ whole update of :class:`~river_doebe.conf.Recalibrated`'s state from one target,
 makes the knots of the map for the next prediction. In Python the update was a few dozen
 small operations on lists and NumPy arrays a sample, most of the wrapper's time
 (benchmarks/results/calibration_wrapper.json). The per-sample path and the block path both call
-:func:`update`, so they do the same arithmetic in the same order.
+:func:`update_affine` (through :func:`update` for a distribution in the target's units; with a
+model's standardised members and its scale and shift for the arrays a point prediction of this
+package's ensembles gives), so they do the same arithmetic in the same order.
 
 The state is one float64 vector (:func:`new_state` lays it out):
 
@@ -25,7 +27,7 @@ import math
 import numba
 import numpy as np
 
-__all__ = ["mixture_pit", "new_state", "knots", "update"]
+__all__ = ["mixture_pit", "new_state", "knots", "scaled_mixture_pit", "update", "update_affine"]
 
 _SQRT_HALF = math.sqrt(0.5)
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -35,17 +37,40 @@ ALPHA, BETA, N_UPDATES, N_OUTSIDE, CORR, CLOC, CSCALE, LAST, STEP2 = range(9)
 FIXED = 9
 
 # the settings' slots
-S_LEVEL, S_STEP, S_LEVEL_STEP, S_RHO_SCORE, S_MARGIN = range(5)
-N_SETTINGS = 5
+S_LEVEL, S_STEP, S_LEVEL_STEP, S_RHO_SCORE, S_MARGIN, S_GATE = range(6)
+N_SETTINGS = 6
+
+# the gate's block, last in the state: whether it is open, whether the mean map is in use, the
+# targets it has seen, the targets learnt while the distribution was not the conformal map;
+# then the shares of its events over each window; then the mean map's knots
+G_OPEN, G_SLOW, G_N, G_CLOSED = range(4)
+#: the gate's windows (effective lengths), and by how many standard deviations under uniform
+#: PITs a share must depart from its probability over each to open it: the short windows see
+#: a shift within tens of samples, the long one a small, lasting miscalibration (and, by
+#: themselves, many looks at a calibrated stream must rarely open it: hence the high bars)
+GATE_WINDOWS = np.array([100.0, 1000.0, 4000.0])
+GATE_Z_OPEN = np.array([4.5, 3.5, 3.0])
+#: it closes when every share of every window is back within this many standard deviations
+GATE_Z_CLOSE = 2.5
+#: the events: the PIT below 0.05, 0.25, 0.5, 0.75, 0.95, inside (0.25, 0.75] and (0.05, 0.95];
+#: their probabilities under uniform PITs
+GATE_P = np.array([0.05, 0.25, 0.5, 0.75, 0.95, 0.5, 0.9])
+#: the window of the mean of the learnt maps used while only the longest window finds a
+#: departure (a small one: a map that moves with every step would cost more than it corrects)
+GATE_AVERAGE = 1000.0
+GATE_SIZE = 4 + 3 * 7
 
 #: a sample costs a correction at most this many nats more than the best one, in the recent
 #: mean log scores: one wild target must not decide for hundreds of samples
 SCORE_CAP = 30.0
 
 def new_state(confidence_level: float, levels, n_windows: int) -> np.ndarray:
-    """The state before any update."""
+    """The state before any update (the gate's mean map is set by the caller, to the first
+    knots)."""
     k, w = len(levels), n_windows
-    state = np.zeros(FIXED + k + 2 * w + (w + 2 if w else 1))
+    state = np.zeros(FIXED + k + 2 * w + (w + 2 if w else 1) + GATE_SIZE + k + 4)
+    gate = state.shape[0] - GATE_SIZE - (k + 4)
+    state[gate + 4:gate + GATE_SIZE] = np.tile(GATE_P, 3)
     state[ALPHA] = 1.0 - confidence_level
     state[BETA] = 0.5
     state[CSCALE] = 1.0
@@ -59,21 +84,33 @@ def new_state(confidence_level: float, levels, n_windows: int) -> np.ndarray:
 def mixture_pit(weights, means, variances, y):
     """``(F(y), 1 - F(y), log f(y))`` of the mixture ``sum_k w_k N(means_k, variances_k)``,
     the log density by log-sum-exp (a component of weight 0 adds nothing)."""
+    return scaled_mixture_pit(weights, means, variances, 1.0, 0.0, y)
+
+
+@numba.njit(cache=True)
+def scaled_mixture_pit(weights, means, variances, scale, shift, y):
+    """``(F(y), 1 - F(y), log f(y))`` of the mixture ``sum_k w_k N(scale means_k + shift,
+    scale^2 variances_k)``: a model's mixture in its standardised units, mapped back to the
+    target's with the arithmetic of
+    :meth:`river_doebe.warmup.standardise.Standardizer.y_back` (``scale = 1, shift = 0``
+    changes no bit). A component of weight 0 is skipped: it adds nothing, and it may be a
+    slot that no prediction filled."""
     n = weights.shape[0]
     f = 0.0
     sf = 0.0
     terms = np.empty(n)
     top = -np.inf
+    s2 = scale * scale
     for k in range(n):
-        r = y - means[k]
-        z = r / math.sqrt(variances[k])
+        if not weights[k] > 0.0:
+            terms[k] = -np.inf
+            continue
+        var = variances[k] * s2
+        r = y - (means[k] * scale + shift)
+        z = r / math.sqrt(var)
         f += weights[k] * (0.5 * math.erfc(-z * _SQRT_HALF))
         sf += weights[k] * (0.5 * math.erfc(z * _SQRT_HALF))
-        if weights[k] > 0.0:
-            t = (math.log(weights[k]) - 0.5 * r * r / variances[k]
-                 - 0.5 * math.log(variances[k]) - _HALF_LOG_2PI)
-        else:
-            t = -np.inf
+        t = (math.log(weights[k]) - 0.5 * r * r / var - 0.5 * math.log(var) - _HALF_LOG_2PI)
         terms[k] = t
         if t > top:
             top = t
@@ -207,10 +244,20 @@ def knots(state, settings, shape_p, segment):
 @numba.njit(cache=True)
 def update(state, settings, shape_p, segment, rho, ku, kp, weights, means, variances, mu, sigma,
            y):
+    """:func:`update_affine` of a mixture given in the target's units (``scale = 1, shift =
+    0``)."""
+    return update_affine(state, settings, shape_p, segment, rho, ku, kp, weights, means,
+                         variances, 1.0, 0.0, mu, sigma, y)
+
+
+@numba.njit(cache=True)
+def update_affine(state, settings, shape_p, segment, rho, ku, kp, weights, means, variances,
+                  scale, shift, mu, sigma, y):
     """Learn one target ``y`` from the prediction made before it was seen: the wrapped
-    predictive (the mixture ``weights, means, variances``, of mean ``mu`` and standard deviation
-    ``sigma``) and the map ``(ku, kp)`` it was given. Returns the knots on ``F'``'s levels for
-    the next prediction."""
+    predictive (the mixture ``weights, means, variances`` mapped by ``scale`` and ``shift`` as
+    :func:`scaled_mixture_pit` says, of mean ``mu`` and standard deviation ``sigma``) and the
+    map ``(ku, kp)`` it was given. Returns the knots on ``F'``'s levels for the next
+    prediction."""
     K = shape_p.shape[0]
     W = rho.shape[0]
     c = settings[S_LEVEL]
@@ -218,7 +265,8 @@ def update(state, settings, shape_p, segment, rho, ku, kp, weights, means, varia
     p_lo = 0.5 * (1.0 - c)
     p_hi = 0.5 * (1.0 + c)
     # the PIT under F': the wrapped predictive's, or the correction's Gaussian in use
-    f, sf, log_f = mixture_pit(weights, means, variances, y)
+    f, sf, log_f = scaled_mixture_pit(weights, means, variances, scale, shift, y)
+    f_wrapped = f
     k = int(state[CORR])
     if k != 0:
         sd = sigma * state[CSCALE]
@@ -263,7 +311,58 @@ def update(state, settings, shape_p, segment, rho, ku, kp, weights, means, varia
         _learn_corrections(state, settings, rho, K, W, mu, sigma, y, log_f)
     _choose_correction(state, settings, K, W)
     state[N_UPDATES] += 1.0
-    return knots(state, settings, shape_p, segment)
+    ku_next = knots(state, settings, shape_p, segment)
+    if settings[S_GATE] != 0.0:
+        _gate(state, f_wrapped, ku_next)
+    return ku_next
+
+
+@numba.njit(cache=True)
+def _gate(state, f, ku):
+    """The gate's statistics from the wrapped predictive's PIT ``f`` of the target, the mean
+    map from the knots ``ku`` for the next prediction, and the gate's state for it."""
+    n_knots = ku.shape[0]
+    gb = state.shape[0] - GATE_SIZE - n_knots
+    # how the prediction of this target was made: the count of the distribution's bound
+    if state[gb + G_OPEN] == 0.0 or state[gb + G_SLOW] != 0.0:
+        state[gb + G_CLOSED] += 1.0
+    n = state[gb + G_N] + 1.0
+    state[gb + G_N] = n
+    departs = False
+    fast = False
+    inside = True
+    for i in range(GATE_WINDOWS.shape[0]):
+        rho = 1.0 - 1.0 / GATE_WINDOWS[i]
+        # the variance of an exponentially weighted share of n draws, started at its mean
+        spread = (1.0 - rho) * (1.0 - rho ** (2.0 * n)) / (1.0 + rho)
+        top = 0.0
+        for j in range(GATE_P.shape[0]):
+            q = GATE_P[j]
+            if j < 5:
+                hit = 1.0 if f <= q else 0.0
+            elif j == 5:
+                hit = 1.0 if 0.25 < f <= 0.75 else 0.0
+            else:
+                hit = 1.0 if 0.05 < f <= 0.95 else 0.0
+            at = gb + 4 + i * GATE_P.shape[0] + j
+            h = rho * state[at] + (1.0 - rho) * hit
+            state[at] = h
+            top = max(top, abs(h - q) / math.sqrt(q * (1.0 - q) * spread))
+        if top > GATE_Z_OPEN[i]:
+            departs = True
+            if i < GATE_WINDOWS.shape[0] - 1:
+                fast = True
+        if top > GATE_Z_CLOSE:
+            inside = False
+    r = 1.0 - 1.0 / GATE_AVERAGE
+    mean = gb + GATE_SIZE
+    for j in range(1, n_knots - 1):  # (the ends stay 0 and 1 exactly)
+        state[mean + j] = r * state[mean + j] + (1.0 - r) * ku[j]
+    if state[gb + G_OPEN] != 0.0:
+        state[gb + G_OPEN] = 0.0 if inside else 1.0
+    else:
+        state[gb + G_OPEN] = 1.0 if departs else 0.0
+    state[gb + G_SLOW] = 0.0 if fast else 1.0
 
 
 @numba.njit(cache=True)

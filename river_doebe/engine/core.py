@@ -41,6 +41,11 @@ _REFUSALS = {
 }
 
 
+#: the log weight of a one-member stack's member (read-only: shared by every engine)
+_LOG_ONE = np.zeros(1)
+_LOG_ONE.flags.writeable = False
+
+
 class Engine:
     """``M`` Bayesian basis-expansion learners filtered together, optionally weighted and switched.
 
@@ -296,6 +301,18 @@ class Engine:
             return np.ones(1), self.mean.copy(), self.var.copy(), mean, var
         live = self.log_prior > -np.inf
         return np.exp(self.log_prior[live]), self.mean[live], self.var[live], mean, var
+
+    def predictive(
+        self, z: np.ndarray
+    ) -> tuple[float, float, np.ndarray, np.ndarray, np.ndarray]:
+        """The predictive for ``z`` as the predict sweep leaves it, nothing copied or built:
+        ``(mean, var, log_weights, means, variances)``, the moment-matched mean and variance of
+        :meth:`predict` and every member's log weight (``-inf``: none) and Gaussian. The arrays
+        are the engine's own, valid until it next predicts or learns (a caller that keeps them
+        longer copies them). Their weights, ``exp(log_weights)``, are those of
+        :meth:`mixture`."""
+        mean, var = self.predict(z)
+        return mean, var, (_LOG_ONE if self.M == 1 else self.log_prior), self.mean, self.var
 
     def log_density(self, z: np.ndarray, y: float) -> float:
         """Exact log density of ``y`` under the predictive mixture (before learning ``y``)."""

@@ -186,6 +186,11 @@ class Standardizer:
         # (not y_scale ** 2, which raises where a product overflows to inf: targets near 1e200)
         return mean * self.y_scale + self.y_mean, var * (self.y_scale * self.y_scale)
 
+    def y_affine(self) -> tuple[float, float]:
+        """``(scale, shift)``: :meth:`y_back` maps a mean ``m`` to ``m * scale + shift`` and a
+        variance ``v`` to ``v * (scale * scale)``."""
+        return self.y_scale, self.y_mean
+
     def log_density_back(self, log_p) -> float:
         """The log density of a standardised target as the log density of ``y`` (the change of
         variables: minus the log of the scale)."""
@@ -224,6 +229,9 @@ class AsGiven:
 
     def log_density_back(self, log_p):
         return log_p
+
+    def y_affine(self) -> tuple[float, float]:
+        return 1.0, 0.0
 
 
 class StandardisedModel:
@@ -303,6 +311,18 @@ class StandardisedModel:
     def mixture(self, z: np.ndarray):
         w, means, variances, mean, var = self.model.mixture(self.scaler.x(z))
         return (w, *self.scaler.y_back(means, variances), *self.scaler.y_back(mean, var))
+
+    def predictive(self, z: np.ndarray):
+        """The engine's :meth:`~river_doebe.engine.Engine.predictive` with the mean and
+        variance in the units of ``y``, and the ``(scale, shift)`` that maps its members'
+        standardised means and variances there (:meth:`Standardizer.y_affine`); ``None`` for a
+        model that has no such view (the warm-up's fallback)."""
+        view = getattr(self.model, "predictive", None)
+        if view is None:
+            return None
+        mean, var, log_w, means, variances = view(self.scaler.x(z))
+        return (*self.scaler.y_back(mean, var), log_w, means, variances,
+                *self.scaler.y_affine())
 
     def log_density(self, z: np.ndarray, y: float) -> float:
         return self.scaler.log_density_back(self.model.log_density(self.scaler.x(z),
