@@ -339,3 +339,29 @@ def test_a_model_pickled_before_the_standardisation_adaptor_loads_and_streams_on
     assert old.n_samples_seen == model.n_samples_seen == len(data)
     np.testing.assert_array_equal(old.weights, model.weights)
     assert old.log_evidence_ == model.log_evidence_
+
+
+def test_one_sample_is_standardised_as_a_row_of_a_batch_bit_for_bit():
+    """The per-sample path (a compiled loop) and the batch path (array expressions) give the
+    same bits: missing values, sparse inputs, late inputs with and without a frozen scale,
+    values that overflow beyond their scale, signed zeros."""
+    from river_doebe.warmup.standardise import Standardizer
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(400, 6)) * [1e-3, 1.0, 5.0, 1e3, 1.0, 2.0] + [0.0, 3.0, -1.0, 1e4, 0, 0]
+    X[:, 4] = np.where(rng.random(400) < 0.8, 0.0, X[:, 4])  # sparse
+    X[:, 5] = 7.0  # constant: dropped
+    X[rng.random(X.shape) < 0.05] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        std = Standardizer.fit(X[:200], rng.normal(size=200), clip=50.0)
+    std.grow(2)
+    X = np.c_[X, rng.normal(size=(400, 2)) * 1e3]
+    X[:3, -1] = [0.0, -0.0, np.nan]
+    X[3:6, 0] = [1e308, -1e308, -0.0]
+    for i, row in enumerate(X):
+        if i == 200:
+            std.freeze(X[200:201])  # the late inputs' scales frozen half-way
+        one, batch = std.x(row), std.x(row[None, :])[0]
+        assert one.shape == batch.shape == (int(std.keep.sum()),)
+        assert (one.view(np.int64) == batch.view(np.int64)).all(), (i, one, batch)

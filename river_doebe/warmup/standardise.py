@@ -15,12 +15,42 @@ import math
 import warnings
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from river_doebe.warmup import fallback
 from river_doebe.warmup.fallback import CONSTANT
 
 __all__ = ["AsGiven", "StandardisedModel", "Standardizer"]
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _standardise_one(x, keep, mean, scale, clip, signs):
+    """:meth:`Standardizer.x` of one sample, element by element (the same operations in the
+    same order as the array expressions, without their per-call overheads, which cost more than
+    the arithmetic of a sample of a few dozen inputs)."""
+    n = 0
+    for j in range(keep.shape[0]):
+        if keep[j]:
+            n += 1
+    out = np.empty(n)
+    k = 0
+    for j in range(keep.shape[0]):
+        if not keep[j]:
+            continue
+        v = x[j]
+        s = scale[k]
+        if signs and s != s:  # a late input whose scale is not frozen yet: its sign
+            z = 1.0 if v > 0.0 else (-1.0 if v < 0.0 else (0.0 if v == 0.0 else v))
+        else:
+            z = (v - mean[k]) / s  # (overflows to inf beyond the scale: clipped below)
+            if z < -clip:
+                z = -clip
+            elif z > clip:
+                z = clip
+        out[k] = 0.0 if z != z else z  # a missing value (NaN) standardises to 0
+        k += 1
+    return out
 
 
 @dataclass
@@ -127,6 +157,9 @@ class Standardizer:
         """Standardise one sample ``(D,)`` or a batch ``(n, D)``; returns only the kept inputs.
         A missing value (NaN) standardises to 0; an input that joined later and whose scale is
         not frozen yet counts as its sign (what its scale, frozen from this value, gives)."""
+        if X.ndim == 1:
+            return _standardise_one(X, self.keep, self.x_mean, self.x_scale, float(self.clip),
+                                    self.centred is not None)
         # a value far beyond its scale (a late input whose first value was subnormal, then 1)
         # may overflow to inf here: the clip below is what bounds it, so that is not an error
         with np.errstate(over="ignore"):
