@@ -86,13 +86,16 @@ def records(n_keys=30, n=1500, seed=0):
 
 
 def reference(template, keys, X, y, with_dist=False, models=None):
-    """The one-process answer: a dict of models, predict_one then learn_one row by row."""
+    """The one-process answer: a dict of models, predict_one then learn_one row by row (the
+    models left in ``models`` when given: :func:`pickled` gives their states)."""
     models = {} if models is None else models
     out = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         for key, x, target in zip(keys, X, y, strict=True):
-            model = models.setdefault(key, template.clone())
+            model = models.get(key)
+            if model is None:  # (a clone at the key's first row only: river's clone is slow)
+                model = models[key] = template.clone()
             if is_classifier(model):
                 out.append(model.predict_proba_one(x))
             else:
@@ -122,12 +125,17 @@ def states(keyed) -> dict:
     return {k: pickle.dumps(keyed.model(k)) for k in keyed.keys()}
 
 
+def pickled(models: dict) -> dict:
+    """The states of a dict of models (:func:`reference`'s), pickled as a shard's copy would
+    be (a model that has crossed a pickle, as every shard's model has)."""
+    return {k: pickle.dumps(pickle.loads(pickle.dumps(m))) for k, m in models.items()}
+
+
 def reference_states(template, keys, X, y) -> dict:
-    """The dict of models' states after the rows, pickled as a shard's copy would be (a model
-    that has crossed a pickle, as every shard's model has)."""
+    """The dict of models' states after the rows (:func:`pickled`)."""
     models: dict = {}
     reference(template, keys, X, y, models=models)
-    return {k: pickle.dumps(pickle.loads(pickle.dumps(m))) for k, m in models.items()}
+    return pickled(models)
 
 
 def differing(got: dict, expected: dict) -> list:
