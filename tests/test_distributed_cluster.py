@@ -8,6 +8,8 @@ final states equal a dict of models fed row by row, bit for bit.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 ray = pytest.importorskip("ray")
@@ -26,6 +28,20 @@ from keyed_support import (  # noqa: E402
 from river_doebe.distributed import KeyedModels  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+
+def wait_dead(actor, timeout: float = 60.0) -> None:
+    """Return once ``actor`` no longer answers (its process is gone)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.ready.remote(), timeout=max(deadline - time.monotonic(), 0.01))
+        except ray.exceptions.RayActorError:
+            return
+        except ray.exceptions.GetTimeoutError:
+            break
+        time.sleep(0.05)
+    raise TimeoutError(f"the shard on the removed node still answered after {timeout:g} s")
 
 
 def test_a_lost_node_loses_nothing_and_its_shard_moves_to_another_node():
@@ -68,6 +84,10 @@ def test_a_lost_node_loses_nothing_and_its_shard_moves_to_another_node():
             assert where[0] == doomed and head not in where
             got = feed(keyed, keys[:500], X[:500], y[:500], 100)  # past log_limit: snapshots
             cluster.remove_node(workers[0], allow_graceful=False)
+            # the shard's process outlives its raylet until it notices it is gone (a lost
+            # machine takes it at once): the stream goes on once it is dead, else the next
+            # calls could still reach it and no node would have been lost for them
+            wait_dead(keyed.shards[0])
             got += feed(keyed, keys[500:], X[500:], y[500:], 100)
             assert got == expected
             assert not differing(states(keyed), pickled(models))
