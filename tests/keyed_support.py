@@ -15,7 +15,7 @@ import time
 import warnings
 
 import pytest
-from river import linear_model
+from river import base
 
 from river_doebe import DOBE, EDOEBE
 from river_doebe._compat import is_classifier
@@ -86,13 +86,16 @@ def records(n_keys=30, n=1500, seed=0):
 
 
 def reference(template, keys, X, y, with_dist=False, models=None):
-    """The one-process answer: a dict of models, predict_one then learn_one row by row."""
+    """The one-process answer: a dict of models, predict_one then learn_one row by row (the
+    models left in ``models`` when given: :func:`pickled` gives their states)."""
     models = {} if models is None else models
     out = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         for key, x, target in zip(keys, X, y, strict=True):
-            model = models.setdefault(key, template.clone())
+            model = models.get(key)
+            if model is None:  # (a clone at the key's first row only: river's clone is slow)
+                model = models[key] = template.clone()
             if is_classifier(model):
                 out.append(model.predict_proba_one(x))
             else:
@@ -122,12 +125,17 @@ def states(keyed) -> dict:
     return {k: pickle.dumps(keyed.model(k)) for k in keyed.keys()}
 
 
+def pickled(models: dict) -> dict:
+    """The states of a dict of models (:func:`reference`'s), pickled as a shard's copy would
+    be (a model that has crossed a pickle, as every shard's model has)."""
+    return {k: pickle.dumps(pickle.loads(pickle.dumps(m))) for k, m in models.items()}
+
+
 def reference_states(template, keys, X, y) -> dict:
-    """The dict of models' states after the rows, pickled as a shard's copy would be (a model
-    that has crossed a pickle, as every shard's model has)."""
+    """The dict of models' states after the rows (:func:`pickled`)."""
     models: dict = {}
     reference(template, keys, X, y, models=models)
-    return {k: pickle.dumps(pickle.loads(pickle.dumps(m))) for k, m in models.items()}
+    return pickled(models)
 
 
 def differing(got: dict, expected: dict) -> list:
@@ -144,19 +152,32 @@ def sigint() -> None:
     time.sleep(0.01)  # (the handler runs here at the latest)
 
 
-class Plain(linear_model.LinearRegression):
-    """river's LinearRegression (plain SGD: every row moves the weights, in order, so a row
-    lost, doubled or moved shows in the last bits), with two faults on demand: a target above
-    1e300 is refused with a ValueError (as this library's filters refuse a step they cannot
-    take), and a row with the feature ``"stall"`` hangs it (an hour's sleep) while the file
-    ``flag`` holds a count above zero, which it counts down. It loads no compiled kernels, so
-    its shards start faster than a DOBE's; it travels to them by value (see ray_fixtures)."""
+class Plain(base.Regressor):
+    """A linear regressor fitted by plain SGD (every row moves the weights, in order, so a row
+    lost, doubled or moved shows in the last bits), taken row by row as any river estimator
+    that is not this library's (``predict_one`` then ``learn_one``), with two faults on demand:
+    a target above 1e300 is refused with a ValueError (as this library's filters refuse a step
+    they cannot take), and a row with the feature ``"stall"`` hangs it (an hour's sleep) while
+    the file ``flag`` holds a count above zero, which it counts down. It loads no compiled
+    kernels and imports nothing but ``river.base``, so its shards start fast (river's own
+    LinearRegression imports ``scipy.stats``: about a second more at every actor's start, and
+    the Ray tests start some thirty of them); it travels to them by value (see
+    ray_fixtures)."""
+
+    #: the step size (SGD on these tests' rows, with |x|^2 + 1 below 4, is stable for steps
+    #: below 0.5)
+    lr = 0.01
 
     def __init__(self, flag: str = ""):
-        super().__init__()
         self.flag = flag
+        self.weights: dict = {}
+        self.intercept = 0.0
 
-    def learn_one(self, x, y, **kwargs):
+    def predict_one(self, x):
+        weights = self.weights
+        return self.intercept + sum(weights.get(name, 0.0) * value for name, value in x.items())
+
+    def learn_one(self, x, y):
         if y > 1e300:
             raise ValueError(f"the target {y!r} is too large to learn safely")
         if "stall" in x and self.flag and os.path.exists(self.flag):
@@ -166,7 +187,10 @@ class Plain(linear_model.LinearRegression):
                 with open(self.flag, "w") as fh:
                     fh.write(str(left - 1))
                 time.sleep(3600)
-        return super().learn_one(x, y, **kwargs)
+        step = self.lr * (self.predict_one(x) - y)
+        self.intercept -= step
+        for name, value in x.items():
+            self.weights[name] = self.weights.get(name, 0.0) - step * value
 
 
 def plain(flag: str = ""):

@@ -30,6 +30,7 @@ from keyed_support import (  # noqa: E402
     edoebe,
     feed,
     kill,
+    pickled,
     plain,
     ray_fixtures,
     records,
@@ -291,13 +292,12 @@ def test_keys_equal_a_dict_of_models_bit_for_bit(make, n_shards, batch_size, cal
 
 def test_edoebe_keys_with_their_warm_ups_equal_a_dict_with_distributions():
     keys, X, y = records(n_keys=5, n=400, seed=3)
-    expected = reference(edoebe(), keys, X, y, with_dist=True)
+    models = {}
+    expected = reference(edoebe(), keys, X, y, with_dist=True, models=models)
     with KeyedModels(edoebe(), n_shards=2, batch_size=50, log_limit=100) as keyed:
         got = feed(keyed, keys, X, y, 130, with_dist=True)
         assert [(d.mu, d.sigma) for d in got] == [(d.mu, d.sigma) for d in expected]
         # a local copy of a key's model is that key's model
-        models = {}
-        reference(edoebe(), keys, X, y, models=models)
         copy = keyed.model(keys[0])
         probe = X[0]
         assert copy.predict_one(probe) == models[keys[0]].predict_one(probe)
@@ -441,7 +441,8 @@ def test_bad_parameters_are_refused():
 
 def test_a_killed_shard_is_rebuilt_and_nothing_is_lost(tmp_path):
     keys, X, y = records(n_keys=12, n=1200, seed=7)
-    expected = reference(dobe(), keys, X, y)
+    models = {}
+    expected = reference(dobe(), keys, X, y, models=models)
     # log_limit 100: the logs pass it and the shards are snapshot (Ray objects the driver
     # owns, on its node)
     with KeyedModels(dobe(), n_shards=2, batch_size=50, log_limit=100) as keyed:
@@ -458,7 +459,7 @@ def test_a_killed_shard_is_rebuilt_and_nothing_is_lost(tmp_path):
         assert [r["shard"] for r in keyed.recoveries] == [0, 1]
         assert got == expected
         assert keyed.n_keys == 12
-        assert states(keyed) == reference_states(dobe(), keys, X, y)
+        assert states(keyed) == pickled(models)
 
 
 # ---------------------------------------------------------------------------------------------

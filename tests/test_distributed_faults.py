@@ -28,6 +28,7 @@ from keyed_support import (  # noqa: E402
     differing,
     feed,
     kill,
+    pickled,
     plain,
     ray_fixtures,
     records,
@@ -110,7 +111,8 @@ def test_a_shard_applies_each_numbered_part_once_and_in_order():
 
 def test_an_interrupted_call_is_taken_back_whole_and_sending_it_again_is_safe(monkeypatch):
     keys, X, y = records(n_keys=12, n=1000, seed=11)
-    expected = reference(plain(), keys, X, y)
+    models = {}
+    expected = reference(plain(), keys, X, y, models=models)
     with KeyedModels(plain(), n_shards=2, batch_size=40, log_limit=150) as keyed:
         got = feed(keyed, keys[:300], X[:300], y[:300], 100)
         before = states(keyed)
@@ -137,7 +139,7 @@ def test_an_interrupted_call_is_taken_back_whole_and_sending_it_again_is_safe(mo
         kill(keyed.shards[1])
         got += feed(keyed, keys[800:], X[800:], y[800:], 100)
         assert got == expected
-        assert not differing(states(keyed), reference_states(plain(), keys, X, y))
+        assert not differing(states(keyed), pickled(models))
         assert sum(m["rows_learnt"] for m in keyed.memory()) == len(keys)
 
 
@@ -150,7 +152,8 @@ def test_a_replacement_that_dies_is_replaced_and_past_max_retries_the_call_is_ta
     monkeypatch,
 ):
     keys, X, y = records(n_keys=12, n=900, seed=12)
-    expected = reference(plain(), keys, X, y)
+    models = {}
+    expected = reference(plain(), keys, X, y, models=models)
     with KeyedModels(plain(), n_shards=2, batch_size=40, log_limit=150, max_retries=2) as keyed:
         real = keyed._new_actor
         doomed = [1]  # how many of the next replacements die at once
@@ -171,20 +174,23 @@ def test_a_replacement_that_dies_is_replaced_and_past_max_retries_the_call_is_ta
             (0, True),
             (0, False),
         ]
-        # every replacement dies: past max_retries the call is taken back on every shard
+        # every replacement dies: past max_retries (now one) the call is taken back on every
+        # shard (each replacement is an actor's start: one is enough to show it)
+        keyed.max_retries = 1
         before = states(keyed)
         doomed[0] = 10
         kill(keyed.shards[1])
-        with pytest.raises(ShardError, match="shard 1 failed 3 times") as info:
+        with pytest.raises(ShardError, match="shard 1 failed 2 times") as info:
             keyed.predict_learn_many(keys[500:700], X[500:700], y[500:700])
         text = notes(info.value)
         assert "not applied" in text and "safe to send it again" in text
+        assert doomed == [9]  # one replacement was started (and died), then the call aborted
         doomed[0] = 0
         assert states(keyed) == before  # shard 0, which had learnt its rows, rebuilt
         got += keyed.predict_learn_many(keys[500:700], X[500:700], y[500:700])  # again
         got += feed(keyed, keys[700:], X[700:], y[700:], 100)
         assert got == expected
-        assert not differing(states(keyed), reference_states(plain(), keys, X, y))
+        assert not differing(states(keyed), pickled(models))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -362,7 +368,8 @@ def test_a_checkpoint_that_does_not_match_its_manifest_is_refused_naming_the_fil
     tmp_path, monkeypatch
 ):
     keys, X, y = records(n_keys=40, n=800, seed=17)
-    expected = reference(plain(), keys, X, y)
+    models = {}
+    expected = reference(plain(), keys, X, y, models=models)
     folder = tmp_path / "ckpt"
     with KeyedModels(plain(), n_shards=2, batch_size=100) as keyed:
         got = feed(keyed, keys[:400], X[:400], y[:400], 200)
@@ -419,7 +426,7 @@ def test_a_checkpoint_that_does_not_match_its_manifest_is_refused_naming_the_fil
         assert restored.n_keys == 40 and len(restored.shards) == 1
         got += feed(restored, keys[400:], X[400:], y[400:], 200)
         assert got == expected
-        assert not differing(states(restored), reference_states(plain(), keys, X, y))
+        assert not differing(states(restored), pickled(models))
         assert repr(restored.template) == repr(plain())  # the first checkpoint's template
 
 
@@ -438,17 +445,18 @@ def test_a_hung_shard_is_killed_and_rebuilt_and_past_max_retries_the_call_is_tak
     X[45] = {"u": 0.5, "stall": 1.0}
     X[55] = {"u": 0.5, "stall": 1.0}
     expected = reference(plain(), keys, X, y)
-    with KeyedModels(plain(str(flag)), n_shards=1, timeout=2.0, max_retries=1) as keyed:
+    # (one second: a part of this test takes milliseconds, and each hang waits it out)
+    with KeyedModels(plain(str(flag)), n_shards=1, timeout=1.0, max_retries=1) as keyed:
         got = feed(keyed, keys[:40], X[:40], y[:40], 20)
         flag.write_text("1")  # the next row with "stall" hangs its shard, once
         got += keyed.predict_learn_many(keys[40:50], X[40:50], y[40:50])
         (hung,) = keyed.recoveries
-        assert "timeout=2 s" in hung["cause"] and flag.read_text() == "0"
+        assert "timeout=1 s" in hung["cause"] and flag.read_text() == "0"
         # it hangs every time: past max_retries (now none), the call is taken back
         keyed.max_retries = 0
         before = states(keyed)
         flag.write_text("5")
-        with pytest.raises(ShardError, match="timeout=2 s") as info:
+        with pytest.raises(ShardError, match="timeout=1 s") as info:
             keyed.predict_learn_many(keys[50:], X[50:], y[50:])
         assert "safe to send it again" in notes(info.value)
         flag.unlink()
@@ -464,7 +472,8 @@ def test_a_hung_shard_is_killed_and_rebuilt_and_past_max_retries_the_call_is_tak
 
 def test_pipelined_calls_equal_the_dict_and_stop_at_a_call_cleanly():
     keys, X, y = records(n_keys=16, n=1200, seed=18)
-    expected = reference(plain(), keys, X, y)
+    models = {}
+    expected = reference(plain(), keys, X, y, models=models)
     stream = calls(keys, X, y, 50)  # 24 calls
     with KeyedModels(plain(), n_shards=2, batch_size=20, log_limit=200, max_in_flight=3) as keyed:
         got = []
@@ -486,7 +495,7 @@ def test_pipelined_calls_equal_the_dict_and_stop_at_a_call_cleanly():
             if i == 5:
                 kill(keyed.shards[0])
         assert [p for call in got for p in call] == expected
-        assert not differing(states(keyed), reference_states(plain(), keys, X, y))
+        assert not differing(states(keyed), pickled(models))
         assert [r["shard"] for r in keyed.recoveries if "died" in r["cause"]] == [0]
 
 
@@ -510,9 +519,10 @@ def test_key_edges_through_the_driver():
         keyed.learn_many(keys, X, y)
         # five keys and 7 on two shards: three and three, however they hash
         assert sorted(m["n_keys"] for m in keyed.memory()) == [3, 3]
-        # predictions for keys never seen create nothing and grow no route table
+        # predictions for keys never seen create nothing and grow no route table (not by one
+        # entry: a thousand keys show it as well as more; each is a clone on its shard)
         placed = len(keyed._placement)
-        unseen = [f"unseen-{i}" for i in range(5_000)]
+        unseen = [f"unseen-{i}" for i in range(1_000)]
         keyed.predict_many(unseen, [X[0]] * len(unseen))
         assert len(keyed._placement) == placed == 6 and keyed.n_keys == 6
         got = states(keyed)
