@@ -290,3 +290,28 @@ def test_the_timing_stays_out_of_pickles_and_copies(erratic_clock):
             assert other._engine._pace.calls == 0  # it times its own calls again
             assert learn(other, range(300, 400)) == expected
         assert learn(model.clone(), range(300)) == learn(MODELS["DOEBE"](), range(300))
+
+
+@two_threads
+@pytest.mark.parametrize("cached", [True, False])
+def test_a_process_that_compiled_nothing_waits_only_for_parallel_kernels_not_on_disk(
+        cached, clock, monkeypatch):
+    monkeypatch.setattr(threads, "_bill", threads._CompileBill())  # nothing compiled here
+    monkeypatch.setattr(threads, "_paid", [0])
+    monkeypatch.setattr(threads, "_ready", [False])
+    monkeypatch.setattr(threads, "_twins_cached", [cached])
+    monkeypatch.setattr(threads, "UNCACHED_TWINS_SECONDS", 2.0)
+    pace = threads.Pace()
+    with num_threads(None):
+        modes = _drive(pace, clock, lambda p, i: 550_000 if p else 1_000_000, 4000)
+    first = int(np.argmax(modes))
+    # on the disk: the probe starts from the second call (a serial chunk first); not there: after
+    # 2 s of 1-ms serial calls
+    assert (first <= 2 + 8) if cached else (2000 - 2 <= first <= 2000 + 16)
+
+
+def test_the_on_disk_check_of_the_parallel_sweep_answers_once(monkeypatch):
+    monkeypatch.setattr(threads, "_twins_cached", [None])
+    DOBE(RandomFourierFeatures(4, seed=0)).learn_one({"a": 1.0}, 1.0)  # a serial sweep ran
+    assert threads._parallel_sweep_cached() in (True, False)
+    assert threads._twins_cached[0] is not None
