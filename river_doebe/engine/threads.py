@@ -54,6 +54,7 @@ import contextlib
 import os
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import numba
 import numpy as np
@@ -205,19 +206,21 @@ def _parallel_sweep_cached() -> bool:
     its serial twin has run, in Numba's on-disk cache (then the first probe compiles nothing:
     the twins of one install are compiled together). Asked once a process."""
     if _twins_cached[0] is None:
-        from river_doebe.kernels.stack import predict_stack, predict_stack_parallel
+        from river_doebe.kernels import stack
 
-        cached = bool(predict_stack_parallel.signatures)
-        if not cached and predict_stack.signatures:
+        # (Numba dispatchers; typed as their Python functions by ``stack_kernel``)
+        serial: Any = stack.predict_stack
+        twin: Any = stack.predict_stack_parallel
+        cached = bool(twin.signatures)
+        if not cached and serial.signatures:
             # (Numba's own first step of a compile: its on-disk cache, looked up, not used)
-            cache = getattr(predict_stack_parallel, "_cache", None)
             try:
-                cached = all(cache.load_overload(sig, predict_stack_parallel.targetctx)
-                             is not None for sig in predict_stack.signatures)
+                cached = all(twin._cache.load_overload(sig, twin.targetctx) is not None
+                             for sig in serial.signatures)
             except Exception:  # a Numba without this cache interface: as if not cached
                 cached = False
         _twins_cached[0] = cached
-    return _twins_cached[0]
+    return bool(_twins_cached[0])
 
 
 def threads_ready() -> bool:
