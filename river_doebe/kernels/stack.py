@@ -224,13 +224,7 @@ def predict_member(m, phi, p, s, V, E, mean, var):
     sm, q, pp = _moments(f, is_static, phi, mu[m], V[m])
     if math.isfinite(sm) and math.isfinite(q) and not is_static:
         if not q >= p.var_rw[m] * pp * (1.0 - _PSD_SLACK):
-            R = repair_covariance(C[m, :f, :f])
-            # element by element: a slice assignment would compile Numba's shape-mismatch
-            # message (string formatting), seconds of every fresh install's first use
-            S = C[m]
-            for i in range(f):
-                for k in range(f):
-                    S[i, k] = R[i, k]
+            repair_covariance(C[m, :f, :f])
             _dynamic_sweep(f, False, True, phi, C[m], V[m], pvec[m], p.var_rw[m])
             sm, q, pp = _moments(f, False, phi, mu[m], V[m])
             if q < 0.0:
@@ -325,26 +319,25 @@ def owe_update(m, f, V, s):
 
 @numba.njit(cache=True)
 def repair_covariance(S):
-    """The nearest positive semi-definite matrix to the symmetric part of ``S`` (eigenvalues
-    clipped at 0), exactly symmetric: a dynamic member's rare repair after rounding broke it.
-    (Loops rather than array expressions: each of those compiles its own helpers, seconds of a
-    fresh install's first use, for a step that almost never runs.)"""
+    """Replace ``S`` (in place) by the nearest positive semi-definite matrix to its symmetric
+    part (eigenvalues clipped at 0), exactly symmetric: a dynamic member's rare repair after
+    rounding broke it. (Loops rather than array expressions or a slice assignment: each of those
+    compiles its own helpers, a slice assignment Numba's shape-mismatch message with its string
+    formatting, seconds of a fresh install's first use for a step that almost never runs.)"""
     n = S.shape[0]
     A = np.empty((n, n))
     for i in range(n):
         for j in range(n):
             A[i, j] = 0.5 * (S[i, j] + S[j, i])
     lam, Q = np.linalg.eigh(A)
-    R = np.empty((n, n))
     for i in range(n):
         for j in range(i + 1):
             acc = 0.0
             for k in range(n):
                 if lam[k] > 0.0:
                     acc += Q[i, k] * lam[k] * Q[j, k]
-            R[i, j] = acc
-            R[j, i] = acc
-    return R
+            S[i, j] = acc
+            S[j, i] = acc
 
 
 @numba.njit(cache=True)
