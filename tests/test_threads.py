@@ -97,6 +97,61 @@ def test_blocks_are_timed_per_row(clock):
 
 
 @two_threads
+def test_a_probe_times_part_of_a_long_block(clock):
+    pace = threads.Pace(chunk=1, rounds=1, first=8, longest=64, probe_rows=64)
+    work, members = 10**6, 90
+
+    def call(rows):
+        parallel = pace.start(work, members, rows)
+        clock.now += rows * (400 if parallel else 1000)
+        pace.stop()
+        return parallel
+
+    with num_threads(None):
+        assert pace.split(work, members, 256) == 64  # the probe's serial part
+        assert not call(64)
+        assert pace.split(work, members, 192) == 64  # its parallel part
+        assert call(64)
+        assert pace.split(work, members, 128) == 128  # decided: the rest in one call
+        assert call(128)
+        assert pace.split(work, members, 256) == 256  # no probe: whole blocks
+        assert pace.split(work, members, 100) == 100
+    with num_threads(1):  # no choice to time: never split
+        assert threads.Pace(probe_rows=64).split(work, members, 256) == 256
+    assert threads.Pace().split(work, members, 256) == 256  # (no probe_rows: never split)
+
+
+@two_threads
+def test_a_block_split_by_a_probe_gives_the_per_sample_numbers(clock, monkeypatch):
+    monkeypatch.setattr(threads, "PARALLEL_MIN_WORK", 0)
+    monkeypatch.setattr(threads, "PARALLEL_MIN_MEMBERS", 0)
+    X = np.random.default_rng(3).normal(size=(700, 3))
+    y = np.sin(X).sum(axis=1)
+    xs, ys = dicts(X), y.tolist()
+
+    def make():
+        return DOEBE([DOBE(RandomFourierFeatures(20, seed=s), var_eps=0.1, var_rw=1e-3 * s)
+                      for s in range(4)], weight_floor=1e-16)
+
+    with num_threads(1):
+        loop = make()
+        expected = []
+        for x, t in zip(xs, ys, strict=True):
+            expected.append(loop.predict_one(x))
+            loop.learn_one(x, t)
+    with num_threads(None):
+        blocks = make()
+        blocks.learn_one(xs[0], ys[0])
+        got = [expected[0]]
+        pace = blocks._model._block_pace
+        for i in range(1, 700, 233):  # blocks of 233 rows: each probe splits one
+            got += list(blocks.predict_learn_many(xs[i:i + 233], ys[i:i + 233]))
+    assert pace.calls > 3  # a probe did run on parts of a block
+    assert got == expected
+    assert pickle.dumps(blocks) == pickle.dumps(loop)
+
+
+@two_threads
 def test_an_explicit_thread_count_always_wins(clock):
     slow_threads = lambda p, i: 9000 if p else 1000  # noqa: E731
     with num_threads(2):

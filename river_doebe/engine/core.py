@@ -190,7 +190,7 @@ class Engine:
             self._block_pace.restack()
         else:
             self._pace: Pace = Pace()  # one sample at a time: chunks of 8 samples
-            self._block_pace: Pace = Pace(chunk=1, rounds=1, first=8, longest=64)  # a block a chunk
+            self._block_pace: Pace = Pace(chunk=1, rounds=1, first=8, longest=64, probe_rows=64)
 
     def _build_groups(self) -> None:
         """The featurisation plan: members whose bases give the same features (an E-DOEBE's
@@ -412,8 +412,27 @@ class Engine:
         rows before it learnt and nothing of it or after it.
         """
         B = Z.shape[0]
-        M, Fmax = self.state.mu.shape
         self._pace.forget()  # the time of a block is not a sample's
+        parts, done = [], 0
+        while done < B:  # (more than one part only while the pace probes: see Pace.split)
+            n = self._block_pace.split(self.work, self.M, B - done)
+            parts.append(self._learn_rows(Z[done:done + n], Y[done:done + n], keep_weights, done))
+            done += n
+        self._bury()  # (after the parts: a member buried later changes no number)
+        if len(parts) == 1:
+            return parts[0]
+        a, b = (np.concatenate([p[i] for p in parts]) for i in (0, 1))
+        if not keep_weights:
+            return a, b, None
+        return a, b, tuple(np.concatenate([p[2][i] for p in parts]) for i in range(3))
+
+    def _learn_rows(
+        self, Z: np.ndarray, Y: np.ndarray, keep_weights: bool, offset: int
+    ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
+        """:meth:`learn_block` on rows ``offset ..`` of its block, in one call of the kernels,
+        without burying the members that died (the caller does, after its last part)."""
+        B = Z.shape[0]
+        M, Fmax = self.state.mu.shape
         parallel = self._block_pace.start(self.work, self.M, B)
         # slot-major, as the kernels read it (each fills the columns its members read)
         Phi3 = np.empty((self.n_slots, B, Fmax))
@@ -430,10 +449,10 @@ class Engine:
             if t_bad:
                 self.learn_block(Z[:t_bad], Y[:t_bad])  # exact: none of them was refused
             err = FilterError(
-                f"row {t_bad} of the block cannot be learnt safely: member {int(self.live[k])} "
-                f"({type(self.stack[k].basis).__name__}) refuses it"
+                f"row {offset + t_bad} of the block cannot be learnt safely: member "
+                f"{int(self.live[k])} ({type(self.stack[k].basis).__name__}) refuses it"
             )
-            err.rows_learnt = t_bad
+            err.rows_learnt = offset + t_bad
             raise err
         a, b = np.empty(B), np.empty(B)
         prior = np.empty((B if keep_weights else 0, M))
@@ -446,7 +465,6 @@ class Engine:
         )
         self.n_updates += B
         self._cache_z = None
-        self._bury()
         return a, b, ((prior, out[0], out[1]) if keep_weights else None)
 
     _classifies = False

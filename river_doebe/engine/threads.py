@@ -256,6 +256,11 @@ class Pace:
       parallel chunk that takes more than ``ABORT`` times the serial time ends its probe, as
       soon as its calls so far have taken that long.
 
+    With ``probe_rows``, a probe times only part of a long call: :meth:`split` cuts a call of
+    more than ``2 * probe_rows`` rows into a timed part of ``probe_rows`` rows and the rest, so
+    the losing side of a probe runs on a few rows, not on a whole block (the parts give the same
+    numbers as the whole: blocks of any length do).
+
     A call is timed from its start to the start of the next (:meth:`start`), so what the
     threads cost outside the kernel (a spinning thread taking the core from the main thread)
     counts too, or to :meth:`stop` when that is called. Which kernels run never changes a number
@@ -265,12 +270,14 @@ class Pace:
     MARGIN = 0.9
     ABORT = 2.0
 
-    __slots__ = ("chunk", "rounds", "first", "longest", "parallel", "_plan", "_serial",
-                 "_threads", "_recent", "_wait", "_left", "_left_calls", "_t0", "_units",
+    __slots__ = ("chunk", "rounds", "first", "longest", "probe_rows", "parallel", "_plan",
+                 "_serial", "_threads", "_recent", "_wait", "_left", "_left_calls", "_t0", "_units",
                  "_billed", "_sum", "_sum_units", "_ref", "_probing", "calls", "parallel_calls")
 
-    def __init__(self, chunk: int = 8, rounds: int = 3, first: int = 32, longest: int = 512):
+    def __init__(self, chunk: int = 8, rounds: int = 3, first: int = 32, longest: int = 512,
+                 probe_rows: int = 0):
         self.chunk, self.rounds, self.first, self.longest = chunk, rounds, first, longest
+        self.probe_rows = probe_rows
         self.calls = 0  # calls that could use the threads, and how many did
         self.parallel_calls = 0
         self.restart()
@@ -313,6 +320,14 @@ class Pace:
             return False
         self.parallel_calls += self.parallel
         return self.parallel
+
+    def split(self, work: int, members: int, rows: int) -> int:
+        """How many of a call's ``rows`` to run as the next call: ``probe_rows`` while a probe
+        would time this call and it has more than twice as many, else all of them."""
+        if (self.probe_rows and 2 * self.probe_rows < rows and self._probing
+                and _setting[0] is None and _ready[0] and use_threads(work, members, rows)):
+            return self.probe_rows
+        return rows
 
     def stop(self) -> None:
         """The call started last has ended (else its time runs to the next :meth:`start`)."""
