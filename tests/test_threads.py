@@ -133,22 +133,28 @@ def test_a_block_split_by_a_probe_gives_the_per_sample_numbers(clock, monkeypatc
         return DOEBE([DOBE(RandomFourierFeatures(20, seed=s), var_eps=0.1, var_rw=1e-3 * s)
                       for s in range(4)], weight_floor=1e-16)
 
+    def read(dist):  # the mixture's numbers, as floats
+        return (dist.mu, dist.sigma, dist.cdf(0.3))
+
     with num_threads(1):
         loop = make()
-        expected = []
+        expected, dists = [], []
         for x, t in zip(xs, ys, strict=True):
             expected.append(loop.predict_one(x))
+            dists.append(read(loop.predict_one(x, with_dist=True)))
             loop.learn_one(x, t)
-    with num_threads(None):
-        blocks = make()
-        blocks.learn_one(xs[0], ys[0])
-        got = [expected[0]]
-        pace = blocks._model._block_pace
-        for i in range(1, 700, 233):  # blocks of 233 rows: each probe splits one
-            got += list(blocks.predict_learn_many(xs[i:i + 233], ys[i:i + 233]))
-    assert pace.calls > 3  # a probe did run on parts of a block
-    assert got == expected
-    assert pickle.dumps(blocks) == pickle.dumps(loop)
+    for with_dist in (False, True):
+        with num_threads(None):
+            blocks = make()
+            blocks.learn_one(xs[0], ys[0])
+            got = []
+            pace = blocks._model._block_pace
+            for i in range(1, 700, 233):  # blocks of 233 rows: each probe splits one
+                got += list(blocks.predict_learn_many(xs[i:i + 233], ys[i:i + 233],
+                                                      with_dist=with_dist))
+        assert pace.calls > 3  # a probe did run on parts of a block
+        assert [read(d) for d in got] == dists[1:] if with_dist else got == expected[1:]
+        assert pickle.dumps(blocks) == pickle.dumps(loop)
 
 
 @two_threads

@@ -422,9 +422,11 @@ class Engine:
         if len(parts) == 1:
             return parts[0]
         a, b = (np.concatenate([p[i] for p in parts]) for i in (0, 1))
-        if not keep_weights:
+        extras = [p[2] for p in parts if p[2] is not None]
+        if not extras:
             return a, b, None
-        return a, b, tuple(np.concatenate([p[2][i] for p in parts]) for i in range(3))
+        prior, means, variances = (np.concatenate([e[i] for e in extras]) for i in range(3))
+        return a, b, (prior, means, variances)
 
     def _learn_rows(
         self, Z: np.ndarray, Y: np.ndarray, keep_weights: bool, offset: int
