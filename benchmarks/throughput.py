@@ -44,9 +44,9 @@ Rows and targets (ratios within one run):
   alone and puts them into an existing results file, keeping its other rows;
 - ``limit``: the 90-member ensemble per sample and in blocks on 1 thread against a minimal
   member sweep of the same shape (90 dynamic members of 100 features: the covariance sweep alone,
-  no featurisation, weights or Python per sample) per sample and blocked (target: the library at
-  least 0.75x of the sweep, each path); ``--only-limit`` measures these and the ``first_use``
-  rows alone;
+  no featurisation, weights or Python per sample) per sample and blocked, taking turns a block
+  at a time (target: the library at least 0.75x of the sweep, each path); ``--only-limit``
+  measures these and the ``first_use`` rows alone;
 - ``first_use``: the JIT compile of ``EDOEBE()``'s first use in a new process, on a fresh Numba
   cache (a new install; target < 6 s) and on the on-disk cache that run left;
 - ``--rows TEXT ...``: only the per-sample and block rows above whose names contain one of the
@@ -361,61 +361,69 @@ def _limit_state(M, F):
 def limit_rows(n: int = 2048, repeats: int = 3, members: int = 90, features: int = 100) -> dict:
     """The library's 90-member ensemble per sample and in blocks, on 1 thread, against the
     minimal sweep of the same shape (``members`` dynamic members of ``features`` features) per
-    sample and blocked; all four interleaved, best of ``repeats`` each. The sweep runs on blocks
-    of 256 random feature rows, its state carried from block to block."""
+    sample and blocked. The four take turns a block of 256 rows at a time (a fresh model and a
+    fresh sweep state each run, carried from block to block), so that a change of the machine's
+    speed while they run (this shared machine's varies by tens of percent within seconds) hits
+    all four alike; each one's time is summed over the run. The fractions are each run's ratio
+    of summed times; reported: their median over ``repeats`` runs, and every run's."""
     data = list(Friedman1(n_samples=n, seed=0))
     rng = np.random.default_rng(0)
     PhiT = rng.standard_normal((BLOCK, members, features)) / 10
     Y = rng.standard_normal(BLOCK)
     out = np.zeros((BLOCK, members))
-
-    def sweep(kernel, rows):
-        state = _limit_state(members, features)
-        start = time.perf_counter()
-        for _ in range(0, rows, BLOCK):
-            kernel(PhiT, Y, *state, 1e-3, out)
-        return rows // BLOCK * BLOCK / (time.perf_counter() - start)
-
-    def library(path):
-        with river_doebe.num_threads(1):
-            model = ensemble_90(0.0)
-            start = time.perf_counter()
-            stream(model, data, path)
-            return n / (time.perf_counter() - start)
-
-    runs = {
-        "minimal sweep, per sample, 1 thread": lambda: sweep(_limit_per_sample, n),
-        "minimal sweep, blocked, 1 thread": lambda: sweep(_limit_blocked, n),
-        "library, per sample, 1 thread": lambda: library("sample"),
-        "library, blocks, 1 thread": lambda: library("block"),
+    names = {
+        ("library", "sample"): "library, per sample, 1 thread",
+        ("library", "block"): "library, blocks, 1 thread",
+        ("sweep", "sample"): "minimal sweep, per sample, 1 thread",
+        ("sweep", "block"): "minimal sweep, blocked, 1 thread",
     }
+    kernels = {"sample": _limit_per_sample, "block": _limit_blocked}
+
+    def one_run() -> dict:
+        spent = dict.fromkeys(names.values(), 0.0)
+        models = {path: ensemble_90(0.0) for path in kernels}
+        states = {path: _limit_state(members, features) for path in kernels}
+        rows = 0
+        with river_doebe.num_threads(1):
+            for i in range(0, n - BLOCK + 1, BLOCK):
+                for path, kernel in kernels.items():
+                    start = time.perf_counter()
+                    stream(models[path], data[i:i + BLOCK], path)
+                    spent[names["library", path]] += time.perf_counter() - start
+                    start = time.perf_counter()
+                    kernel(PhiT, Y, *states[path], 1e-3, out)
+                    spent[names["sweep", path]] += time.perf_counter() - start
+                rows += BLOCK
+        return {name: rows / t for name, t in spent.items()}
+
     # compile (not timed)
     _limit_per_sample(PhiT[:2], Y[:2], *_limit_state(members, features), 1e-3, out)
     _limit_blocked(PhiT[:2], Y[:2], *_limit_state(members, features), 1e-3, out)
     with river_doebe.num_threads(1):
         for path in ("sample", "block"):
             stream(ensemble_90(0.0), data[:300], path)
-    rates: dict[str, list[float]] = {name: [] for name in runs}
-    loads = [_load()]
+    runs, loads = [], [_load()]
     for _ in range(repeats):
-        for name, run in runs.items():
-            rates[name].append(run())
+        runs.append(one_run())
         loads.append(_load())
+    rates = {name: [r[name] for r in runs] for name in names.values()}
     best = {name: max(r) for name, r in rates.items()}
+    per_run = {
+        "per sample, 1 thread / minimal sweep per sample": [
+            r[names["library", "sample"]] / r[names["sweep", "sample"]] for r in runs],
+        "blocks, 1 thread / minimal sweep blocked": [
+            r[names["library", "block"]] / r[names["sweep", "block"]] for r in runs],
+    }
+    fractions = {name: float(np.median(v)) for name, v in per_run.items()}
     for name, r in rates.items():
         print(f"  limit {name}: {best[name]:,.0f}/s (runs {', '.join(f'{x:,.0f}' for x in r)})",
               flush=True)
-    fractions = {
-        "per sample, 1 thread / minimal sweep per sample":
-            best["library, per sample, 1 thread"] / best["minimal sweep, per sample, 1 thread"],
-        "blocks, 1 thread / minimal sweep blocked":
-            best["library, blocks, 1 thread"] / best["minimal sweep, blocked, 1 thread"],
-    }
     for name, value in fractions.items():
-        print(f"  limit fraction {name}: {value:.2f} (target >= 0.75)", flush=True)
+        print(f"  limit fraction {name}: {value:.2f}, median of runs "
+              f"{', '.join(f'{v:.2f}' for v in per_run[name])} (target >= 0.75)", flush=True)
     return {"shape": {"members": members, "features": features, "samples": n},
             "samples_per_second_best": best, "samples_per_second_all": rates,
-            "fractions": fractions, "loads": loads}
+            "fractions": fractions, "fractions_per_run": per_run, "loads": loads}
 
 
 #: what a new user's first ``EDOEBE()`` runs: its warm-up, samples one by one, then blocks

@@ -640,3 +640,36 @@ def test_transform_many_equals_transform_one_row_by_row(make):
     rows = [one.transform_one(x) for x in frame.to_dict("records")]
     assert list(out.columns) == list(rows[0]) and list(out.index) == list(frame.index)
     np.testing.assert_array_equal(out.to_numpy(), np.array([list(r.values()) for r in rows]))
+
+
+def test_rbf_places_each_distinct_sample_once_and_pickles_do_not_carry_the_lookup():
+    basis = RBFNetwork(n_centres=4, lengthscale=1.0)
+    for x in ({"a": 0.0, "b": 1.0}, {"a": -0.0, "b": 1.0}, {"a": 0.0, "b": 1.0},
+              {"a": 2.0, "b": 0.5}):
+        basis.learn_one(x)
+    assert basis.n_placed_ == 2  # (-0.0 is 0.0: the same centre)
+    copy = pickle.loads(pickle.dumps(basis))
+    assert pickle.dumps(copy) == pickle.dumps(basis)  # the lookup is a cache, not state
+    for b in (basis, copy):
+        for x in ({"a": 2.0, "b": 0.5}, {"a": 3.0, "b": 0.5}, {"a": -0.0, "b": 1.0}):
+            b.learn_one(x)
+    assert basis.n_placed_ == copy.n_placed_ == 3
+    np.testing.assert_array_equal(basis.centres_, copy.centres_)
+
+
+def test_online_centres_keep_the_engines_stacked_parameters_those_of_its_bases():
+    from river_doebe import DOBE, EDOEBE
+    from river_doebe.basis.base import stack_params
+
+    model = EDOEBE(models=[DOBE(RBFNetwork(6, lengthscale=ls), var_eps=0.1)
+                           for ls in (0.5, 1.0)], rw_variances=(1e-3,))
+    rng = np.random.default_rng(0)
+    for t in range(12):
+        x = {"a": float(rng.integers(0, 3)), "b": float(rng.integers(0, 2))}
+        model.learn_one(x, x["a"] - x["b"])
+        engine = model._model.model if hasattr(model._model, "model") else model._model
+        for _, _, params, owners in engine.groups:
+            expected = stack_params([engine.stack[k].basis._params() for k in owners])
+            for got, want in zip(params, expected, strict=True):
+                np.testing.assert_array_equal(got, want)
+    assert not engine._observers  # every centre placed (6 distinct inputs)

@@ -155,6 +155,7 @@ class RBFNetwork(Basis):
         else:
             self._centres = np.zeros((C, n_inputs))
             self._n_set = 0
+        self._placed = None
 
     def _fit(self, Z):
         if self.centres is not None or Z.shape[0] == 0:
@@ -179,17 +180,36 @@ class RBFNetwork(Basis):
                 centres, _ = kmeans2(Z, C, minit="++", seed=self.seed)
         self._centres = np.ascontiguousarray(centres, dtype=np.float64)
         self._n_set = C
+        self._placed = None
 
     def _observe(self, z):
         n = self._n_set
-        if n >= self.n_centres:
+        C = int(self.n_centres)
+        if n >= C:
             return False
         z = np.asarray(z, dtype=np.float64)
-        if n and np.any(np.all(self._centres[:n] == z, axis=1)):
+        # the centres placed so far as bytes (with -0.0 as 0.0: equal values, equal keys), so
+        # that a sample is checked against them in one set lookup, not a pass over them all
+        placed = getattr(self, "_placed", None)
+        if placed is None:
+            placed = self._placed = {(c + 0.0).tobytes() for c in self._centres[:n]}
+        key = (z + 0.0).tobytes()
+        if key in placed:
             return False
         self._centres[n] = z
         self._n_set = n + 1
+        if n + 1 == C:
+            self._placed = None  # every centre is placed: the keys are of no more use
+        else:
+            placed.add(key)
         return True
+
+    def __getstate__(self):
+        # the keys of the placed centres are a cache, rebuilt from the centres when needed: out
+        # of pickles and copies, which then do not depend on when it was built
+        state = self.__dict__.copy()
+        state.pop("_placed", None)
+        return state
 
     @property
     def can_grow(self) -> bool:
@@ -202,6 +222,7 @@ class RBFNetwork(Basis):
         self._centres = np.ascontiguousarray(
             np.hstack([self._centres, np.zeros((self._centres.shape[0], k))])
         )
+        self._placed = None  # (the keys are of the shorter centres)
         self._ls_vec = _grown_per_input(self._ls_vec, self._ls, n_inputs)
         self._inv_ls = 1.0 / self._ls_vec
         return np.arange(self.n_outputs)

@@ -345,19 +345,29 @@ class Engine:
     def _observe(self, z: np.ndarray) -> None:
         stack = self.stack
         still = []
-        changed = set()
+        changed = []
         for gi, k in self._observers:
             basis = stack[k].basis
-            if basis._observe(z):
-                changed.add(gi)
+            if basis._observe(z) and gi >= 0:
+                changed.append((gi, k))
             if basis.wants_observations:
                 still.append((gi, k))
-        # a group's stacked parameters are rebuilt once per sample, however many of its members
-        # placed a centre (twins observe the same samples: a slot's members stay alike)
-        changed.discard(-1)
-        for gi in sorted(changed):
-            self.groups[gi][2] = stack_params([stack[k].basis._params()
-                                               for k in self.groups[gi][3]])
+        # the slots of the members that changed are rewritten in their group's stacked
+        # parameters (twins observe the same samples: a slot's members stay alike); a parameter
+        # whose shape or type is not its stacked row's (a ragged group) restacks the group
+        for gi, k in changed:
+            group = self.groups[gi]
+            owners = group[3]
+            if k not in owners:
+                continue  # (a twin: its slot is its owner's)
+            slot = owners.index(k)
+            stacked = group[2]
+            for i, a in enumerate(stack[k].basis._params()):
+                a = np.asarray(a)
+                if a.shape != stacked[i].shape[1:] or a.dtype != stacked[i].dtype:
+                    group[2] = stack_params([stack[j].basis._params() for j in owners])
+                    break
+                stacked[i][slot] = a
         self._observers = still
 
     # ------------------------------------------------------------------ dead members
