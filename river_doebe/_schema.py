@@ -55,7 +55,7 @@ class Schema:
         order and appends).
     """
 
-    __slots__ = ("names", "index", "_get")
+    __slots__ = ("names", "index", "_get", "_last")
 
     def __init__(self, names: Iterable[Hashable], sort: bool = True) -> None:
         names = tuple(sorted(names, key=_sort_key)) if sort else tuple(names)
@@ -79,6 +79,7 @@ class Schema:
 
     def __setstate__(self, names):
         self.names = names
+        self._last: tuple | None = None  # the values and array of the last sample converted
         self.index = {name: i for i, name in enumerate(names)}
         # all features present (the usual case): one C-level lookup of every value
         if not names:
@@ -105,15 +106,39 @@ class Schema:
         (a key that is not in the schema is ignored; a schema feature that ``x`` lacks takes
         the value ``fill``)."""
         vals, missing = self._values(x)
-        return self._filled(self._convert(vals), x, fill) if missing else self._convert(vals)
+        if missing:
+            return self._filled(self._convert(vals), x, fill)
+        z = self._again(vals)
+        if z is None:
+            z = self._convert(vals)
+            self._last = (vals, z)
+        return z
+
+    def _again(self, vals: Any) -> np.ndarray | None:
+        """The array of the last sample :meth:`to_array` converted, if ``vals`` are its values
+        (river's loop learns the sample it has just predicted). Equal numbers give equal floats,
+        but for the zeros' signs: a value equal to zero always converts anew. The array is
+        read, never written, by those who get it."""
+        last = self._last
+        try:
+            if last is not None and last[0] == vals and 0.0 not in vals:
+                return last[1]
+        except (TypeError, ValueError):  # (a value that does not compare: validated anew)
+            pass
+        return None
 
     def to_array_and_new(self, x: dict, fill: float = 0.0) -> tuple[np.ndarray, list]:
         """:meth:`to_array` and the keys of ``x`` that are not in the schema (usually none,
         which costs one ``len`` check)."""
         vals, missing = self._values(x)
-        z = self._filled(self._convert(vals), x, fill) if missing else self._convert(vals)
-        if not missing and len(x) == len(self.names):
-            return z, []
+        if missing:
+            z = self._filled(self._convert(vals), x, fill)
+        else:
+            z = self._again(vals)
+            if z is None:
+                z = self._convert(vals)
+            if len(x) == len(self.names):
+                return z, []
         return z, [k for k in x if k not in self.index]
 
     def values_and_new(self, x: dict, fill: float = 0.0) -> tuple[tuple | list, list]:

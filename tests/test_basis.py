@@ -664,7 +664,7 @@ def test_online_centres_keep_the_engines_stacked_parameters_those_of_its_bases()
     model = EDOEBE(models=[DOBE(RBFNetwork(6, lengthscale=ls), var_eps=0.1)
                            for ls in (0.5, 1.0)], rw_variances=(1e-3,))
     rng = np.random.default_rng(0)
-    for t in range(12):
+    for _ in range(12):
         x = {"a": float(rng.integers(0, 3)), "b": float(rng.integers(0, 2))}
         model.learn_one(x, x["a"] - x["b"])
         engine = model._model.model if hasattr(model._model, "model") else model._model

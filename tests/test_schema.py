@@ -13,6 +13,7 @@ import pytest
 from river import compose, evaluate, linear_model, metrics, preprocessing
 
 from river_doebe import DOBE, DOEBE, EDOEBE, DOBEClassifier, EDOEBEClassifier
+from river_doebe._schema import Schema
 from river_doebe.basis import (
     AdditivePolynomial,
     BSpline,
@@ -819,3 +820,21 @@ def test_a_target_far_beyond_the_warm_up_unit_so_far_is_taken():
     model.learn_one({"a": 0.5}, 2.0)
     dist = model.predict_one({"a": 1.0}, with_dist=True)
     assert math.isfinite(dist.mu) and 0.0 < dist.sigma < math.inf
+
+
+def test_the_array_of_the_sample_just_predicted_is_reused_only_for_equal_values():
+    schema = Schema(["a", "b"])
+    z = schema.to_array({"a": 1.5, "b": 2})
+    assert schema.to_array_and_new({"b": 2.0, "a": 1.5})[0] is z  # equal numbers, equal floats
+    assert schema.to_array({"a": 1.5, "b": 2.0}) is z
+    # a zero converts anew: -0.0 equals 0.0 but is another float
+    z0 = schema.to_array({"a": 0.0, "b": 1.0})
+    z1, _ = schema.to_array_and_new({"a": -0.0, "b": 1.0})
+    assert z1 is not z0 and math.copysign(1.0, z1[0]) == -1.0
+    # a value that does not compare as a number is validated, and named
+    schema.to_array({"a": 1.0, "b": 1.0})
+    with pytest.raises(TypeError, match="'b'"):
+        schema.to_array_and_new({"a": 1.0, "b": np.array([1.0, 2.0])})
+    with pytest.raises(ValueError, match="'b'"):
+        schema.to_array({"a": 1.0, "b": float("nan")})
+    assert pickle.loads(pickle.dumps(schema))._last is None  # (a cache: not pickled)
