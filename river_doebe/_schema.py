@@ -131,14 +131,13 @@ class Schema:
         """:meth:`to_array` and the keys of ``x`` that are not in the schema (usually none,
         which costs one ``len`` check)."""
         vals, missing = self._values(x)
-        if missing:
-            z = self._filled(self._convert(vals), x, fill)
-        else:
-            z = self._again(vals)
-            if z is None:
-                z = self._convert(vals)
-            if len(x) == len(self.names):
-                return z, []
+        z: np.ndarray | None = None if missing else self._again(vals)
+        if z is None:
+            z = self._convert(vals)
+            if missing:
+                z = self._filled(z, x, fill)
+        if not missing and len(x) == len(self.names):
+            return z, []
         return z, [k for k in x if k not in self.index]
 
     def values_and_new(self, x: dict, fill: float = 0.0) -> tuple[tuple | list, list]:
