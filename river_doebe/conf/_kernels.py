@@ -17,7 +17,8 @@ The state is one float64 vector (:func:`new_state` lays it out):
 - the shape knots' levels of ``F'``, one per entry of ``levels``;
 - one exponentially weighted mean and variance of the standardised residuals per window;
 - the recent mean log scores (the unmoved predictive first, one per window, the random walk
-  last).
+  last);
+- the gate's block (see ``G_OPEN``) and the gate's mean map's knots.
 """
 
 from __future__ import annotations
@@ -53,8 +54,8 @@ EARLY_LEVEL_STEP = 0.3
 
 # the gate's block, last in the state: whether it is open, which map is in use while it is open
 # (0: the learnt map, 1: the mean map, 2: the identity), the targets it has seen, the targets
-# learnt while the distribution was not the conformal map, the mean map's recent score; then the
-# shares of its events over each window; then the mean map's knots
+# learnt while the distribution was not the conformal map, the recent scores of the mean map and
+# of the learnt map; then the shares of its events over each window; then the mean map's knots
 G_OPEN, G_SLOW, G_N, G_CLOSED, G_SCORE, G_SCORE_OWN = range(6)
 G_OWN, G_MEAN, G_IDENTITY = 0.0, 1.0, 2.0
 #: the gate's windows (effective lengths), and by how many standard deviations under uniform
@@ -69,15 +70,20 @@ GATE_Z_CLOSE = 2.5
 #: their probabilities under uniform PITs
 GATE_P = np.array([0.05, 0.25, 0.5, 0.75, 0.95, 0.5, 0.9])
 #: the window of the mean of the learnt maps used while only the longest window finds a
-#: departure (a small one: a map that moves with every step would cost more than it corrects)
+#: departure (a small one: a map that moves with every step would cost more than it corrects;
+#: over 1,000 targets the mean still cost a calibrated stream CRPS, over 4,000 it does not:
+#: benchmarks/results/calibration_replay.md)
 GATE_AVERAGE = 4000.0
 #: the window of the gate's score of the mean map: its recent CRPS less the wrapped
-#: predictive's (of the prediction each would have made, one step ahead); while only the
-#: longest window departs, the mean map is used only while that is negative (0: always)
+#: predictive's (of the prediction each would have made, one step ahead); with a window, while
+#: only the longest window departs, the mean map is used only while that is negative. 0: off,
+#: the mean map always (measured: the score follows noise, and chose worse than the mean map
+#: alone; calibration_replay.py's gate-mean-score-1000)
 GATE_SCORE_WINDOW = 0.0
 #: the window of the gate's score of the learnt map (the same, against the wrapped
-#: predictive's): while a short window departs, the learnt map is used only while it is
-#: negative (0: always)
+#: predictive's): with a window, while a short window departs, the learnt map is used only
+#: while that is negative. 0: off, the learnt map always (measured: it cost drifting streams
+#: part of their gain; calibration_replay.py's gate-own-score-100)
 GATE_SCORE_OWN_WINDOW = 0.0
 #: the gate's CRPS: a distribution of CDF ``g(Phi((y - m) / s))`` has the CRPS ``s int (g(Phi(z))
 #: - 1{z >= z_y})^2 dz`` at ``z_y = (y - m) / s``; a mixture is scored as the Gaussian of its mean
@@ -90,7 +96,7 @@ GATE_CELLS = 96
 GATE_DZ = 2.0 * GATE_Z / GATE_CELLS
 GATE_U = ndtr(-GATE_Z + (np.arange(GATE_CELLS) + 0.5) * GATE_DZ)
 GATE_EDGES = ndtr(-GATE_Z + np.arange(GATE_CELLS + 1) * GATE_DZ)
-# the gate's block: G_OPEN .. G_CLOSED, then G_SCORE (the mean map's score), then the shares
+# the gate's block: G_OPEN .. G_SCORE_OWN, then the shares of the 7 events over the 3 windows
 GATE_SIZE = 6 + 3 * 7
 
 #: a sample costs a correction at most this many nats more than the best one, in the recent
