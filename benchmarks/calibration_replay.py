@@ -10,10 +10,26 @@ returns the recorded predictive and learns nothing), scored as ``calibration.py`
 
 Variants (``--variants``):
 
-- ``default``: ``Recalibrated`` with its defaults (what the table of ``calibration.md`` holds);
+- ``library``, ``gate-library``: ``Recalibrated(r)`` and ``Recalibrated(r, gate=True)`` as the
+  library has them (what the table of ``calibration.md`` holds); these two are also scored as
+  that table scores them (mean 90% width, PLL, nMSE);
+- ``before``, ``gate-before``: the same with the library's settings of before the early steps
+  and the gate's score (main at 9637b65: constant steps, and the gate's mean map whenever only
+  its longest window departs); they reproduce that commit's numbers;
+- ``early-0.1``, ``early-0.2``, ``early-0.4``, ``early-interval-only``: the early steps with
+  ``EARLY_STEP`` (and ``EARLY_LEVEL_STEP``) 0.1, 0.2 or 0.4 instead of 0.3, or for the conformal
+  level only; ``step-0.02``: no early steps but ``step=0.02``;
+- ``gate-average-1000``: the gate's mean map over 1,000 targets instead of 4,000 (the window
+  before);
+- ``gate-own-score-100``, ``gate-mean-score-1000``: the gate's online scores, off in the
+  library: while a short window departs, the learnt map only while its recent CRPS (over 100
+  targets, one step ahead, ``_kernels._gate_crps``) is below the wrapped predictive's, else the
+  wrapped predictive; while only the longest departs, the mean map only while its recent CRPS
+  (over 1,000 targets) is;
 - ``no-shape``: ``levels=()``, the conformal interval's knots only;
 - ``slow-shape``: ``level_step=0.001``;
-- ``gate``, ``gate-long``: an experiment, not in the library: the distribution is the wrapped
+- ``gate``, ``gate-long``, ``gate-long-avg``: experiments in Python (on the library's wrapper, so
+  with its steps of now), from which the library's gate came: the distribution is the wrapped
   model's own (the identity map) until the probability integral transforms of the unmapped
   predictive depart significantly from uniform, then the recalibrated one (the conformal
   interval of ``predict_one(x, with_interval=True)`` is the wrapper's own throughout, so its
@@ -25,12 +41,11 @@ Variants (``--variants``):
   under uniform PITs from its level, and closes when every one is back within 2.5;
   ``gate-long-avg``: while only the 4,000-sample window finds a departure, the map is the
   exponentially weighted mean of the learnt maps' knots over 1,000 samples (a small, lasting
-  departure: less noise), the learnt map itself otherwise;
-- ``gate-library``: ``Recalibrated(gate=True)``, that gate (``gate-long-avg``) in the compiled
-  update.
+  departure: less noise), the learnt map itself otherwise (``gate-no-score`` in the compiled
+  update).
 
     python benchmarks/calibration_replay.py --record --recordings /tmp/rec --max-samples 5000
-    python benchmarks/calibration_replay.py --recordings /tmp/rec --variants default gate
+    python benchmarks/calibration_replay.py --recordings /tmp/rec --variants library gate-library
 
 Writes ``calibration_replay.json`` and ``calibration_replay.md`` to ``--out`` (default
 ``benchmarks/results/``); the recordings (tens of MB) stay in ``--recordings``.
@@ -51,7 +66,7 @@ from _common import HERE, default_data_dir
 from river import base
 
 from river_doebe import calibration, metrics
-from river_doebe.conf import Recalibrated, RecalibratedDistribution
+from river_doebe.conf import Recalibrated, RecalibratedDistribution, _kernels
 from river_doebe.distributions import GaussianMixture
 from river_doebe.utils import json_safe
 
@@ -168,23 +183,67 @@ class Gated(Recalibrated):
         self.n_open += self.open
 
 
+def tuned(gate: bool = False, params=None, **slots):
+    """``Recalibrated(r, gate=gate)`` with some of its compiled update's settings changed
+    (``early``, ``level_early``, ``gate_score``: the slots ``S_EARLY``, ``S_LEVEL_EARLY``,
+    ``S_GATE_SCORE`` of :mod:`river_doebe.conf._kernels`): the library's choices measured
+    against others."""
+    def make(r):
+        model = Recalibrated(r, gate=gate, **(params or {}))
+        for name, value in slots.items():
+            model._settings[getattr(_kernels, "S_" + name.upper())] = value
+        return model
+    return make
+
+
+#: the library's wrapper as it was before the early steps and the gate's score (main at 9637b65)
+BEFORE = {"early": 0.0, "level_early": 0.0, "gate_score": 0.0, "gate_average": 1000.0,
+          "gate_score_own": 0.0}
+
 VARIANTS = {
-    "default": lambda r: Recalibrated(r),
+    "library": lambda r: Recalibrated(r),
+    "gate-library": lambda r: Recalibrated(r, gate=True),
+    "before": tuned(**BEFORE),
+    "gate-before": tuned(gate=True, **BEFORE),
+    "early-0.1": tuned(early=0.1, level_early=0.1),
+    "early-0.2": tuned(early=0.2, level_early=0.2),
+    "early-0.4": tuned(early=0.4, level_early=0.4),
+    "early-interval-only": tuned(level_early=0.0),
+    "step-0.02": tuned(params={"step": 0.02}),
+    "gate-average-1000": tuned(gate=True, gate_average=1000.0),
+    "gate-own-score-100": tuned(gate=True, gate_score_own=100.0),
+    "gate-mean-score-1000": tuned(gate=True, gate_score=1000.0),
     "no-shape": lambda r: Recalibrated(r, levels=()),
     "slow-shape": lambda r: Recalibrated(r, level_step=0.001),
     "gate": lambda r: Gated(r),
     "gate-long": lambda r: Gated(r, gate_windows=(100, 1000, 4000), z_open=(4.5, 3.5, 3.0),
                                  intervals=True),
-    "gate-library": lambda r: Recalibrated(r, gate=True),
     "gate-long-avg": lambda r: Gated(r, gate_windows=(100, 1000, 4000), z_open=(4.5, 3.5, 3.0),
                                      intervals=True, average=1000),
 }
 
 
-def replay(make, data: list) -> dict:
+#: the variants scored as calibration.md's table scores them (width, PLL, nMSE too)
+FULL = ("library", "gate-library")
+
+
+def _width_90(dist) -> float:
+    if not isinstance(dist, RecalibratedDistribution):
+        dist = RecalibratedDistribution(dist, [0.0, 1.0], [0.0, 1.0])
+    return dist.interval(0.9).width
+
+
+def replay(make, data: list, full: bool = False) -> dict:
+    """Score one variant on one stream's recorded predictives; with ``full`` also as
+    ``calibration.py``'s table does (the mean 90% width, the PLL, the nMSE of the point
+    prediction and of the distribution's mean), the E-DOEBE's own beside it."""
     model = make(Recorded([d for d, _ in data]))
     scores = {who: [metrics.IntervalCoverage(0.9), metrics.IntervalCoverage(0.5), metrics.CRPS()]
               for who in ("plain", "recal")}
+    if full:
+        for who in scores:
+            scores[who].append(metrics.PredictiveLogLikelihood())
+        sums = {"plain_width": 0.0, "recal_width": 0.0, "sse": 0.0, "sse_mean": 0.0}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         for i, (d, y) in enumerate(data):
@@ -194,11 +253,24 @@ def replay(make, data: list) -> dict:
                 m.update(y, g)
             for m in scores["plain"]:
                 m.update(y, d)
+            if full:
+                sums["plain_width"] += _width_90(d)
+                sums["recal_width"] += _width_90(g)
+                sums["sse"] += (y - d.mu) ** 2
+                sums["sse_mean"] += (y - g.mu) ** 2
             model.learn_one(x, y)
-    (p90, p50, pc), (r90, r50, rc) = ([m.get() for m in v] for v in scores.values())
+    (p90, p50, pc, *pp), (r90, r50, rc, *rp) = ([m.get() for m in v] for v in scores.values())
     out = {"coverage_90": r90, "coverage_50": r50, "crps": rc,
            "crps_change_pct": 100.0 * (rc / pc - 1.0),
            "plain": {"coverage_90": p90, "coverage_50": p50, "crps": pc}, "n_scored": len(data)}
+    if full:
+        n = len(data)
+        var = float(np.var([y for _, y in data]))
+        out.update(pll=rp[0], width_90=sums["recal_width"] / n, nmse=sums["sse"] / n / var,
+                   nmse_dist_mean=sums["sse_mean"] / n / var)
+        out["plain"].update(pll=pp[0], width_90=sums["plain_width"] / n,
+                            nmse=sums["sse"] / n / var)
+        out.update(n_outside=model.n_outside_, alpha_end=model.alpha_)
     if isinstance(model, Gated):
         out["n_open"] = model.n_open
     elif model.gate:
@@ -244,8 +316,34 @@ def markdown(doc: dict) -> str:
             cells.append(cell)
         lines.append(f"| {stream} | " + " | ".join(cells) + " |")
     lines.append("")
+    full = [v for v in variants if v in FULL]
+    if full:
+        lines += [
+            "Scored as `calibration.md`'s table scores them (the same predictives, so the same "
+            "numbers as a run of `calibration.py` with this wrapper): coverage of the central 90% "
+            "/ 50% intervals, mean width of the 90% interval (warm-up standard deviations of y), "
+            "CRPS, PLL, nMSE of the point prediction (the E-DOEBE's mean) and in brackets of the "
+            "distribution's mean.",
+            "",
+            "| stream | model | 90% | 50% | width 90% | CRPS | PLL | nMSE |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for stream, rows in doc["results"].items():
+            p = rows[full[0]]["plain"]
+            lines.append(f"| {stream} | E-DOEBE | {p['coverage_90']:.1%} | "
+                         f"{p['coverage_50']:.1%} | {p['width_90']:.4g} | {p['crps']:.4f} | "
+                         f"{p['pll']:.3f} | {p['nmse']:.4f} |")
+            for v in full:
+                r = rows[v]
+                lines.append(f"| {stream} | {v} | {r['coverage_90']:.1%} | "
+                             f"{r['coverage_50']:.1%} | {r['width_90']:.4g} | {r['crps']:.4f} | "
+                             f"{r['pll']:.3f} | {r['nmse']:.4f} ({r['nmse_dist_mean']:.4f}) |")
+        lines.append("")
     if doc.get("note"):
         lines += [f"Note: {doc['note']}", ""]
+    if doc.get("before_md"):
+        lines += ["## Before the early steps and the gate's 4,000-target mean map", "",
+                  doc["before_md"], ""]
     return "\n".join(lines)
 
 
@@ -279,7 +377,8 @@ def main(argv=None) -> dict:
             print(f"skip {name}: not recorded", flush=True)
             continue
         data = recorded(name, args.recordings)
-        doc["results"][name] = {v: replay(VARIANTS[v], data) for v in args.variants}
+        doc["results"][name] = {v: replay(VARIANTS[v], data, full=v in FULL)
+                                for v in args.variants}
         print(name, {v: f"{r['coverage_90']:.3f}/{r['coverage_50']:.3f} "
                      f"{r['crps_change_pct']:+.2f}%" for v, r in doc["results"][name].items()},
               flush=True)

@@ -17,7 +17,7 @@ from scipy import integrate
 
 from river_doebe import metrics
 from river_doebe.calibration import crps, crps_from_cdf, crps_gaussian, crps_mixture
-from river_doebe.conf import Interval, Recalibrated, RecalibratedDistribution
+from river_doebe.conf import Interval, Recalibrated, RecalibratedDistribution, _kernels
 from river_doebe.distributions import GaussianMixture, gaussian
 
 # ---------------------------------------------------------------------------------------------
@@ -69,9 +69,28 @@ def run(model, sequence):
     return np.array(interval_miss, float), np.array(dist_miss, float)
 
 
+def first_and_last_step(model, T):
+    """``g_1`` and ``g_T`` of the conformal steps ``g_t = max(step, EARLY_STEP / sqrt(t))``."""
+    early = model._settings[_kernels.S_EARLY]
+    return max(model.step, early), np.maximum(model.step, early / np.sqrt(T))
+
+
 def bound(model, T):
-    c, g = model.confidence_level, model.step
-    return (max(c, 1.0 - c) + g) / (g * T)
+    """The docstring's bound on the long-run miscoverage after ``T`` predictions (``T`` a
+    number or an array of them)."""
+    c = model.confidence_level
+    g1, gT = first_and_last_step(model, T)
+    return ((1.0 + 2.0 * g1) / gT - (min(c, 1.0 - c) + g1) / g1) / T
+
+
+def assert_within_the_bound_at_every_horizon(model, miss, extra=None):
+    """``|(1/T) sum_{t <= T} miss_t - (1 - c)| <= bound(T)`` (plus ``extra / T``) for every
+    ``T`` of the sequence: the bound holds at every horizon, not only at the end."""
+    T = np.arange(1, miss.size + 1)
+    gap = np.abs(np.cumsum(miss) / T - (1.0 - model.confidence_level))
+    allowed = bound(model, T) + (0.0 if extra is None else extra / T[-1]) + 1e-12
+    worst = int(np.argmax(gap - allowed))
+    assert (gap <= allowed).all(), (worst + 1, gap[worst], allowed[worst])
 
 
 def alternating(T, every=5, seed=0):
@@ -125,7 +144,7 @@ def test_long_run_miscoverage_within_the_stated_bound(make_sequence, level, step
     model = Recalibrated(Scripted(), confidence_level=level, step=step)
     interval_miss, dist_miss = run(model, make_sequence(model, T))
     b = bound(model, T)
-    assert abs(interval_miss.mean() - (1.0 - level)) <= b + 1e-12
+    assert_within_the_bound_at_every_horizon(model, interval_miss)
     # the distribution's own interval is the conformal one except where alpha left (0, 1)
     assert abs(dist_miss.mean() - (1.0 - level)) <= b + model.n_outside_ / T + 1e-12
     assert (interval_miss != dist_miss).sum() <= model.n_outside_
@@ -133,7 +152,51 @@ def test_long_run_miscoverage_within_the_stated_bound(make_sequence, level, step
 
 def test_the_bound_is_tight_enough_to_mean_something():
     model = Recalibrated(Scripted())
-    assert bound(model, 10_000) == pytest.approx(0.0091)
+    # the docstring's numbers: (160 - 4 / 3) / T once the steps are constant (T >= 900), (16
+    # sqrt(T) / 3 - 4 / 3) / T before
+    assert _kernels.EARLY_STEP == 0.3
+    assert bound(model, 10_000) == pytest.approx((160.0 - 4.0 / 3.0) / 10_000)
+    assert bound(model, 900) == pytest.approx((160.0 - 4.0 / 3.0) / 900)
+    assert bound(model, 100) == pytest.approx((16.0 * 10.0 / 3.0 - 4.0 / 3.0) / 100)
+    # steps of EARLY_STEP or more are constant: the bound of a constant step
+    for level, step in ((0.9, 0.3), (0.5, 0.5)):
+        model = Recalibrated(Scripted(), confidence_level=level, step=step)
+        assert bound(model, 500) == pytest.approx(
+            (max(level, 1.0 - level) + step) / (step * 500))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.tuples(st.floats(-1e3, 1e3), st.floats(1e-2, 1e2),
+                       st.one_of(st.floats(-3.0, 3.0), st.floats(-1e6, 1e6))),
+             min_size=1, max_size=250),
+    st.sampled_from([0.5, 0.8, 0.9, 0.95]),
+    st.sampled_from([0.003, 0.01, 0.05, 0.2]),
+)
+def test_the_bound_holds_at_every_horizon_of_any_sequence(rows, level, step):
+    # predictives and targets drawn freely: targets near the prediction (z a few standard
+    # deviations) and wild ones, in any order
+    model = Recalibrated(Scripted(), confidence_level=level, step=step)
+    sequence = [({"m": m, "s": s}, m + s * z if abs(z) <= 3.0 else z) for m, s, z in rows]
+    interval_miss, dist_miss = run(model, sequence)
+    assert_within_the_bound_at_every_horizon(model, interval_miss)
+    assert (interval_miss != dist_miss).sum() <= model.n_outside_
+
+
+def test_early_steps_recalibrate_an_over_wide_model_within_a_hundred_targets():
+    # the over-wide predictive of TrumpApproval's kind: with constant steps the 90% interval
+    # covers nearly every target for hundreds of samples
+    rng = np.random.default_rng(3)
+    seq = [({"m": 0.0, "s": 1.0}, float(rng.normal(0.0, 0.3))) for _ in range(400)]
+    early, constant = Recalibrated(Scripted()), Recalibrated(Scripted())
+    constant._settings[_kernels.S_EARLY] = constant._settings[_kernels.S_LEVEL_EARLY] = 0.0
+    _, early_miss = run(early, seq)
+    _, constant_miss = run(constant, seq)
+    # constant steps: 0.75% of the 400 targets missed (the level has to travel from 0.1 to
+    # about 0.6 at 0.001 a covered target); early steps: about 10% from the hundredth on
+    assert constant_miss[:400].mean() < 0.02
+    assert early_miss[:400].mean() > 0.05
+    assert 0.06 < early_miss[100:400].mean() < 0.14
 
 
 def test_coverage_back_within_300_samples_after_a_jump_of_1000_standard_deviations():
@@ -578,7 +641,6 @@ def test_point_predictions_read_as_arrays_change_no_number(kind):
 
     from river_doebe import DOBE, EDOEBE
     from river_doebe.basis import Linear, RandomFourierFeatures
-    from river_doebe.conf import _kernels
 
     data = list(synth.Friedman(seed=5).take(420))
     X = [x for x, _ in data]
@@ -630,7 +692,7 @@ def test_the_gate_keeps_the_interval_s_guarantee(make_sequence):
     model = Recalibrated(Scripted(), gate=True)
     interval_miss, dist_miss = run(model, make_sequence(model, T))
     b = bound(model, T)
-    assert abs(interval_miss.mean() - 0.1) <= b + 1e-12
+    assert_within_the_bound_at_every_horizon(model, interval_miss)
     # the distribution's interval is the conformal one wherever the gate lets g_t through
     away = model.n_outside_ + model.n_gated_
     assert abs(dist_miss.mean() - 0.1) <= b + away / T + 1e-12
@@ -662,3 +724,35 @@ def test_the_gate_opens_on_a_miscalibrated_model_and_after_a_jump():
     _, dist_miss = run(model, jump(T, at=at, size=1000.0, seed=1))
     assert dist_miss[at + 200:at + 300].mean() <= 0.2
     assert dist_miss[at + 300:].mean() <= 0.2
+
+
+def test_the_gate_s_crps_is_the_crps_of_the_recalibrated_gaussian():
+    # the score the gate's online comparisons use (off by default: gate_score, gate_score_own)
+    # is the exact CRPS for a Gaussian predictive, to its grid's accuracy, targets far off
+    # included
+    from scipy.special import ndtr
+
+    kp = np.array([0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0])
+    for ku in (kp, np.array([0.0, 0.02, 0.3, 0.5, 0.7, 0.99, 1.0]),
+               np.array([0.0, 0.1, 0.2, 0.45, 0.6, 0.9, 1.0])):
+        for m, s in ((0.0, 1.0), (3.0, 0.01)):
+            G = RecalibratedDistribution(gaussian(m, s * s), ku, kp)
+            for z in (-40.0, -4.0, -1.0, -0.3, 0.0, 0.5, 1.5, 3.0, 8.0):
+                got = _kernels._gate_crps(ku, kp, float(ndtr(z)), z, s)
+                assert got == pytest.approx(crps(G, m + s * z), rel=0.01)
+
+
+@pytest.mark.parametrize("slots", [{"S_GATE_SCORE_OWN": 100.0},
+                                   {"S_GATE_SCORE": 1000.0, "S_GATE_AVERAGE": 1000.0}])
+def test_the_gate_s_online_scores_keep_the_interval_s_guarantee(slots):
+    T = 1500
+    model = Recalibrated(Scripted(), gate=True)
+    for name, value in slots.items():
+        model._settings[getattr(_kernels, name)] = value
+    interval_miss, dist_miss = run(model, jump(T, at=T // 3, size=50.0, seed=2))
+    assert_within_the_bound_at_every_horizon(model, interval_miss)
+    away = model.n_outside_ + model.n_gated_
+    assert abs(dist_miss.mean() - 0.1) <= bound(model, T) + away / T + 1e-12
+    assert (interval_miss != dist_miss).sum() <= away
+    # after the jump the learnt map beats the wrapped predictive and is used
+    assert dist_miss[T // 3 + 300:].mean() <= 0.2

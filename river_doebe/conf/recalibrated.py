@@ -47,29 +47,41 @@ class Recalibrated(base.Wrapper, base.Regressor):
     interval of ``G_t`` runs from ``F'_t``'s quantile at level ``alpha_t * beta_t`` to its
     quantile at ``1 - alpha_t (1 - beta_t)``: ``g_t`` maps these levels to ``(1 -
     confidence_level) / 2`` and ``(1 + confidence_level) / 2``. The miscoverage level
-    ``alpha_t`` follows the step of Gibbs & Candès (2021), ``alpha_{t+1} = alpha_t + step *
+    ``alpha_t`` follows the step of Gibbs & Candès (2021), ``alpha_{t+1} = alpha_t + g_t *
     ((1 - confidence_level) - err_t)``, where ``err_t`` is 1 when ``y_t`` falls outside the
-    interval, and ``beta_t`` (the share of the misses put below, kept in ``[0.05, 0.95]``)
-    moves towards the side the misses fall on. The interval returned by ``predict_one(x,
-    with_interval=True)`` is that interval, the whole line when ``alpha_t <= 0`` and empty when
-    ``alpha_t >= 1``. **Guarantee**: for any sequence of targets and of wrapped predictions
-    (adversarial ones included), after ``T`` predictions,
+    interval, with the decaying steps of Angelopoulos, Barber & Bates (2024): at the ``t``-th
+    target learnt ``g_t = max(step, 0.3 / sqrt(t))``, larger for the first ``(0.3 / step)^2``
+    targets (900 with the default ``step``), so that a model far off at the start (or a short
+    stream) is recalibrated within tens of targets, then ``step``. ``beta_t`` (the share of the
+    misses put below, kept in ``[0.05, 0.95]``) moves by the same steps towards the side the
+    misses fall on. The interval returned by ``predict_one(x, with_interval=True)`` is that
+    interval, the whole line when ``alpha_t <= 0`` and empty when ``alpha_t >= 1``.
+    **Guarantee**: for any sequence of targets and of wrapped predictions (adversarial ones
+    included), after ``T`` predictions,
 
-    ``| (1/T) sum_t err_t - (1 - confidence_level) | <= (max(c, 1 - c) + step) / (step * T)``,
+    ``| (1/T) sum_t err_t - (1 - c) | <= ((1 + 2 g_1) / g_T - (min(c, 1 - c) + g_1) / g_1) / T``,
 
-    ``c = confidence_level`` (with the default ``step=0.01`` and ``c = 0.9``: ``91 / T``, 0.91
-    percentage points after 10,000 predictions). It holds because ``alpha_t`` cannot leave
-    ``[-step, 1 + step]`` (below 0 the interval covers, above 1 it misses), and the sum of the
-    steps telescopes. The recalibrated distribution's own central ``confidence_level``
-    interval is that interval at every step where ``0 < alpha_t < 1``; at the other steps (a
-    proper distribution cannot cover the whole line) its ``alpha`` is held just inside, so the
-    distribution's long-run miscoverage obeys the bound plus the share of those steps,
-    ``n_outside / T`` (the attribute ``n_outside_``).
+    ``c = confidence_level``, ``g_1 = max(step, 0.3)`` the first (largest) step and ``g_T =
+    max(step, 0.3 / sqrt(T))`` the last: with the default ``step=0.01`` and ``c = 0.9``, ``(160
+    - 4/3) / T`` (158.7 / T) from ``T = 900`` on (1.59 percentage points after 10,000
+    predictions; ``(16 sqrt(T) / 3 - 4/3) / T`` before); with a ``step`` of 0.3 or more the
+    steps are constant and the bound is ``(max(c, 1 - c) + step) / (step * T)``. It holds
+    because ``alpha_t`` cannot leave ``[-g_1, 1 + g_1]`` (below 0 the interval covers, above 1
+    it misses, and no step is larger than ``g_1``) and ``1 / g_t`` does not decrease: summed by
+    parts, ``sum_t (1 - c) - err_t = sum_t (alpha_{t+1} - alpha_t) / g_t = alpha_{T+1} / g_T -
+    alpha_1 / g_1 - sum_{t=2..T} alpha_t (1 / g_t - 1 / g_{t-1})``, with ``alpha_1 = 1 - c``
+    and the weights of the last sum non-negative and adding up to ``1 / g_T - 1 / g_1``. The
+    recalibrated distribution's own central ``confidence_level`` interval is that interval at
+    every step where ``0 < alpha_t < 1``; at the other steps (a proper distribution cannot
+    cover the whole line) its ``alpha`` is held just inside, so the distribution's long-run
+    miscoverage obeys the bound plus the share of those steps, ``n_outside / T`` (the
+    attribute ``n_outside_``).
 
     **The shape.** Each level ``p`` of ``levels`` (between the interval's ends) has a knot of
-    ``g_t`` tracked by a one-sided conformal step, ``v <- v + level_step * (p - 1{G_t(y_t) <=
-    p})``, kept inside the interval's knots and in order; ``g_t`` is linear between knots, so it
-    corrects the spread of the middle of the distribution (the default levels 0.25, 0.5, 0.75
+    ``g_t`` tracked by a one-sided conformal step, ``v <- v + h_t * (p - 1{G_t(y_t) <= p})``
+    with ``h_t = max(level_step, 0.3 / sqrt(t))`` (early steps as above), kept inside the
+    interval's knots and in order; ``g_t`` is linear between knots, so it corrects the spread
+    of the middle of the distribution (the default levels 0.25, 0.5, 0.75
     correct its 50% interval and its median) without a guarantee of its own.
 
     **Gross errors.** When the wrapped model's predictive is far off (an abrupt shift of the
@@ -97,7 +109,8 @@ class Recalibrated(base.Wrapper, base.Regressor):
     and 4,000 targets, each compared with its probability in standard deviations under uniform
     PITs; it opens beyond 4.5, 3.5 or 3.0 of them (by window) and closes when every share is back
     within 2.5. While only the 4,000-target window departs (a small, lasting miscalibration) the
-    map is the mean of the learnt maps over the last 1,000 targets, else ``g_t`` itself. The
+    map is the mean of the learnt maps over the last 4,000 targets (exponentially weighted),
+    else ``g_t`` itself. The
     interval of ``predict_one(x, with_interval=True)`` is the conformal one whatever the gate
     does, and keeps the guarantee; the distribution's central interval is the conformal one
     only at the steps where ``g_t`` itself is used, so its long-run miscoverage obeys the bound
@@ -121,14 +134,16 @@ class Recalibrated(base.Wrapper, base.Regressor):
         The coverage of the interval of ``predict_one(x, with_interval=True)``, whose
         long-run miscoverage is guaranteed.
     step
-        The step of the adaptive conformal update of the interval's miscoverage level, in
-        ``(0, 1)``: larger adapts faster, and noisier; the bound on the long-run error is
-        ``(max(c, 1 - c) + step) / (step * T)``.
+        The step of the adaptive conformal update of the interval's miscoverage level after its
+        first ``(0.3 / step)^2`` targets (larger ones before), in ``(0, 1)``: larger adapts
+        faster, and noisier; the bound on the long-run error is of order ``1 / (step * T)``
+        (above).
     levels
         The levels of the shape knots, strictly between ``(1 - confidence_level) / 2`` and
         ``(1 + confidence_level) / 2``; may be empty.
     level_step
-        The step of the shape knots' updates, in ``(0, 1)``.
+        The step of the shape knots' updates after their first ``(0.3 / level_step)^2``
+        targets (larger ones before), in ``(0, 1)``.
     windows
         The effective window lengths (each at least 2) of the location-scale corrections of a
         grossly wrong predictive; empty turns them off.
@@ -173,8 +188,9 @@ class Recalibrated(base.Wrapper, base.Regressor):
     References
     ----------
     Gibbs, I. and Candès, E. (2021). Adaptive conformal inference under distribution shift.
-    NeurIPS. Kuleshov, V., Fenner, N. and Ermon, S. (2018). Accurate uncertainties for deep
-    learning using calibrated regression. ICML.
+    NeurIPS. Angelopoulos, A. N., Barber, R. F. and Bates, S. (2024). Online conformal
+    prediction with decaying step sizes. ICML. Kuleshov, V., Fenner, N. and Ermon, S. (2018).
+    Accurate uncertainties for deep learning using calibrated regression. ICML.
 
     """
 
@@ -242,6 +258,11 @@ class Recalibrated(base.Wrapper, base.Regressor):
         settings_[_kernels.S_RHO_SCORE] = 1.0 - 1.0 / min(wins) if wins else 0.0
         settings_[_kernels.S_MARGIN] = margin
         settings_[_kernels.S_GATE] = 1.0 if gate else 0.0
+        settings_[_kernels.S_EARLY] = _kernels.EARLY_STEP
+        settings_[_kernels.S_LEVEL_EARLY] = _kernels.EARLY_LEVEL_STEP
+        settings_[_kernels.S_GATE_SCORE] = _kernels.GATE_SCORE_WINDOW
+        settings_[_kernels.S_GATE_AVERAGE] = _kernels.GATE_AVERAGE
+        settings_[_kernels.S_GATE_SCORE_OWN] = _kernels.GATE_SCORE_OWN_WINDOW
         self._settings = settings_
         self._reset()
 
@@ -282,7 +303,9 @@ class Recalibrated(base.Wrapper, base.Regressor):
     @property
     def gate_open_(self) -> bool:
         """With ``gate=True``: whether the next prediction's distribution is recalibrated."""
-        return bool(self._state[self._gate_at + _kernels.G_OPEN])
+        at = self._gate_at
+        return bool(self._state[at + _kernels.G_OPEN]) and (
+            self._state[at + _kernels.G_SLOW] != _kernels.G_IDENTITY)
 
     @property
     def _gate_at(self) -> int:
@@ -371,9 +394,10 @@ class Recalibrated(base.Wrapper, base.Regressor):
         if not self.gate or self._is_point_mass(dist):
             return self._conformal(dist)
         at = self._gate_at
-        if self._state[at + _kernels.G_OPEN] == 0.0:
+        which = self._state[at + _kernels.G_SLOW]
+        if self._state[at + _kernels.G_OPEN] == 0.0 or which == _kernels.G_IDENTITY:
             return RecalibratedDistribution._unchecked(dist, _IDENTITY, _IDENTITY)
-        if self._state[at + _kernels.G_SLOW] != 0.0:
+        if which == _kernels.G_MEAN:
             return RecalibratedDistribution._unchecked(
                 self._base(dist), self._state[at + _kernels.GATE_SIZE:].copy(), self._kp)
         return self._conformal(dist)
