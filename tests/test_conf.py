@@ -427,10 +427,12 @@ def test_a_map_that_is_not_strictly_increasing_from_0_to_1_is_refused(ku, kp):
 # ---------------------------------------------------------------------------------------------
 
 
-def test_cli_recalibrate_adds_the_recalibrated_row(tmp_path, capsys):
+def test_cli_recalibrate_adds_the_row_without_the_built_in_recalibration(tmp_path, capsys):
     import json
 
     from river_doebe import cli, datasets
+    from river_doebe.cli.entry import recalibrated_spec
+    from river_doebe.cli.registry import ModelSpec
     from river_doebe.evaluate import progressive_scores
 
     out = tmp_path / "run.json"
@@ -440,18 +442,28 @@ def test_cli_recalibrate_adds_the_recalibrated_row(tmp_path, capsys):
     assert cli.main(argv) == 0
     table = capsys.readouterr().out
     runs = json.loads(out.read_text())["results"]
-    assert [r["key"] for r in runs] == ["doe-linear", "doe-linear-recalibrated"]
-    assert f"{cli.MODELS['doe-linear'].label} recalibrated" in table
-    # the row is the wrapped model's, scored as any model is
+    assert [r["key"] for r in runs] == ["doe-linear", "doe-linear-recalibrate-false"]
+    assert f"{cli.MODELS['doe-linear'].label} recalibrate=False" in table
+    assert "recalibrated online, the default" in table
+    # the rows are the model (recalibrated: the default) and the same without, each scored as
+    # any model is
     settings = {"n_warmup": 100, "n_samples": 1, "starts": (1.0,), "seed": 0}
-    model = Recalibrated(cli.MODELS["doe-linear"].factory(settings))
-    expected = progressive_scores(
-        datasets.Drift(n_samples=400), model,
-        {"cov90": metrics.IntervalCoverage(0.9), "CRPS": metrics.CRPS()}).scores
-    assert runs[1]["scores"]["cov90"] == pytest.approx(expected["cov90"])
-    assert runs[1]["scores"]["CRPS"] == pytest.approx(expected["CRPS"], rel=1e-9)
+    model = cli.MODELS["doe-linear"].factory(settings)
+    assert model.recalibrate
+    for run, make in ((runs[0], model), (runs[1], model.clone({"recalibrate": False}))):
+        expected = progressive_scores(
+            datasets.Drift(n_samples=400), make,
+            {"cov90": metrics.IntervalCoverage(0.9), "CRPS": metrics.CRPS()}).scores
+        assert run["scores"]["cov90"] == pytest.approx(expected["cov90"])
+        assert run["scores"]["CRPS"] == pytest.approx(expected["CRPS"], rel=1e-9)
     with pytest.raises(SystemExit):
         cli.main(["evaluate", "--recalibrate", "--bogus"])
+    # a model that does not recalibrate itself is wrapped
+    plain = ModelSpec("BLR", "river's BLR",
+                      lambda settings: linear_model.BayesianLinearRegression())
+    wrapped = recalibrated_spec(plain)
+    assert wrapped.label == "BLR recalibrated" and wrapped.recalibrates
+    assert isinstance(wrapped.factory(settings), Recalibrated)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -486,7 +498,8 @@ def test_block_path_equals_the_per_sample_loop_bit_for_bit():
     X, Y = [x for x, _ in data], [y for _, y in data]
     # a jump after the warm-up puts the location-scale corrections to work as well
     Y = [y + (40.0 if i >= 300 else 0.0) for i, y in enumerate(Y)]
-    make = lambda: Recalibrated(EDOEBE(n_warmup=100, seed=1, n_samples=2, starts=(1.0,)))  # noqa: E731
+    make = lambda: Recalibrated(EDOEBE(n_warmup=100, seed=1, n_samples=2, starts=(1.0,),  # noqa: E731
+                                       recalibrate=False))
     loop, points, dists, frame = make(), make(), make(), make()
     expected_points, expected_dists = [], []
     for x, y in zip(X[:400], Y[:400], strict=True):
@@ -587,10 +600,12 @@ def test_point_predictions_read_as_arrays_change_no_number(kind):
     Y = [y + (40.0 if i >= 300 else 0.0) for i, (_, y) in enumerate(data)]
 
     def make():
+        # the ensemble's own mixture, which the wrapper recalibrates
         if kind == "edoebe":
-            return EDOEBE(n_warmup=100, seed=1, n_samples=2, starts=(1.0,))
+            return EDOEBE(n_warmup=100, seed=1, n_samples=2, starts=(1.0,), recalibrate=False)
         return EDOEBE(models=[DOBE(Linear(), var_eps=0.5),
-                              DOBE(RandomFourierFeatures(10, seed=2))], rw_variances=(1e-3,))
+                              DOBE(RandomFourierFeatures(10, seed=2))], rw_variances=(1e-3,),
+                      recalibrate=False)
 
     arrays, plain, dists = Recalibrated(make()), Recalibrated(_Hidden(make())), Recalibrated(
         make())
