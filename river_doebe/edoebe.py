@@ -567,6 +567,16 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         )
         self._recal = _own_recalibration(self) if recalibrate else None
 
+    #: the predictive of the last prediction, for the map to learn from if the next sample
+    #: learnt is that one: ``(key, ("arrays", parts) or ("dist", mixture))`` (see
+    #: :meth:`_remember`); not part of the state (pickles and copies leave it out)
+    _memo: tuple | None = None
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_memo", None)
+        return state
+
     def __setstate__(self, state: dict) -> None:
         # a model pickled before the recalibration was built in had none
         if "recalibrate" not in state:
@@ -591,9 +601,35 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         second sample), as the wrapper learns only while the model it wraps is warm."""
         return self._recal is not None and self.is_warm and self.n_samples_seen > 0
 
+    def _memo_key(self, z: np.ndarray):
+        """What a remembered prediction is valid for: this sample's array and the members as
+        they are (every learnt or replayed sample counts); ``None`` while nothing is
+        remembered (no recalibration, or the warm-up)."""
+        if self._recal is None or self._engine is None:
+            return None
+        return z.tobytes(), self._engine.n_updates
+
+    def _remember(self, z: np.ndarray, kind: str, value) -> None:
+        # the prediction just made, so that learning the same sample next reads it instead of
+        # asking the members for it again (what the weight update of that sample reads too)
+        key = self._memo_key(z)
+        self._memo = None if key is None else (key, kind, value)
+
+    def _predict_z(self, z: np.ndarray) -> tuple[float, float]:
+        if self._recal is None or self._engine is None:
+            return super()._predict_z(z)
+        mean, var, log_w, means, variances, scale, shift = self._adaptor.predictive(z)
+        # (copies: the engine's arrays are its scratch, which its next prediction overwrites)
+        self._remember(z, "arrays", (mean, var, np.exp(log_w), means.copy(), variances.copy(),
+                                     scale, shift))
+        return mean, var
+
     def _dist_z(self, z: np.ndarray):
         dist = super()._dist_z(z)
-        return dist if self._recal is None else self._recal._recalibrate(dist)
+        if self._recal is None:
+            return dist
+        self._remember(z, "dist", dist)
+        return self._recal._recalibrate(dist)
 
     def _log_density_z(self, z: np.ndarray, y: float) -> float:
         if self._recal is None:
@@ -602,11 +638,22 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
 
     def _learn_z(self, z: np.ndarray, y: float) -> None:
         recal = self._recal
+        memo, self._memo = self._memo, None
         if recal is None or not self._recalibrates_next():
             super()._learn_z(z, y)
             return
-        # the mixture predicted for z, as the engine's own arrays (computed once: the predict
-        # step is cached for the learn step that follows), read before the engine learns y
+        if memo is not None and memo[0] == self._memo_key(z):
+            # the prediction made for this sample by the members as they are (copies of their
+            # arrays, or the distribution): the map learns from it once they took the sample
+            super()._learn_z(z, y)
+            if memo[1] == "dist":  # the wrapper's update, from a distribution or from arrays
+                if not recal._is_point_mass(memo[2]):
+                    recal._update(memo[2], y)
+            else:
+                recal._update_arrays(memo[2], y)
+            return
+        # the mixture predicted for z, as the engine's own arrays (the predict step is cached
+        # for the learn step that follows), read before the engine learns y
         mean, var, log_w, means, variances, scale, shift = self._adaptor.predictive(z)
         state, knots = recal._state.copy(), recal._ku
         recal._update_arrays((mean, var, np.exp(log_w), means, variances, scale, shift), y)
@@ -621,6 +668,7 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         recal = self._recal
         if recal is None:
             return super()._run_block(Z, ys, with_dist, want)
+        self._memo = None
         # (a block runs after the warm-up only: the engine is there)
         seen = self.n_samples_seen
         targets = np.asarray(ys, dtype=np.float64)

@@ -236,6 +236,31 @@ def test_observing_pickling_and_copying_mid_stream_change_nothing_later():
                               pickled.predict_one(x, with_dist=True))
 
 
+def test_what_was_predicted_before_learning_changes_no_number():
+    # learning a sample reads the prediction just made for it (a point's arrays, or the
+    # distribution), else asks the members: the same maps either way, and a prediction made
+    # before other samples were learnt, or for another sample, is not read
+    X, Y = _data()
+    points, dists, neither, stale = (EDOEBE(**_params("warm-up")) for _ in range(4))
+    for i, (x, y) in enumerate(zip(X, Y, strict=True)):
+        points.predict_one(x)
+        dists.predict_one(x, with_dist=True)
+        stale.predict_one(X[-1 - i])
+        if i % 3 == 0:
+            stale.predict_one(x)
+            stale.learn_one(X[-1 - i], Y[-1 - i])  # (then x's prediction is out of date)
+            neither.learn_one(X[-1 - i], Y[-1 - i])
+            for m in (points, dists):
+                m.learn_one(X[-1 - i], Y[-1 - i])
+        for m in (points, dists, neither, stale):
+            m.learn_one(x, y)
+        assert (_state(points.recalibration_) == _state(dists.recalibration_)
+                == _state(neither.recalibration_) == _state(stale.recalibration_))
+    assert pickle.dumps(points) == pickle.dumps(dists) == pickle.dumps(neither) == pickle.dumps(
+        stale)
+    assert points._memo is None and "_memo" not in points.__getstate__()
+
+
 def test_clone_starts_afresh_and_a_copy_goes_on_identically():
     X, Y = _data(n=250)
     model = EDOEBE(**_params("warm-up"))
@@ -295,7 +320,12 @@ def test_a_sample_the_members_refuse_changes_nothing_not_even_the_map(monkeypatc
         patch.setattr(Engine, "learn", refuse)
         with pytest.raises(FilterError, match="cannot learn"):
             model.learn_one(X[61], Y[61])
-    assert pickle.dumps(model) == before
+        assert pickle.dumps(model) == before
+        for with_dist in (False, True):  # (and after a prediction of it, which it reads)
+            model.predict_one(X[61], with_dist=with_dist)
+            with pytest.raises(FilterError, match="cannot learn"):
+                model.learn_one(X[61], Y[61])
+            assert pickle.dumps(model) == before
     model.learn_one(X[61], Y[61])
     assert model.recalibration_.n_updates_ == 60
 
