@@ -92,6 +92,16 @@ def _own_recalibration(model):
     return recal
 
 
+def _with_point(recalibrated, mixture):
+    """The recalibration of ``mixture`` carrying the model's point prediction, the mixture's
+    mean, as ``point`` (its ``mu`` is its own mean): what the package's metrics score a point
+    prediction from (:func:`river_doebe.metrics._point`). (A point mass is not mapped: it is
+    returned as it is.)"""
+    if recalibrated is not mixture:
+        recalibrated.point = mixture.mu
+    return recalibrated
+
+
 def check_edoebe_params(model, kind: type, name: str) -> None:
     """The checks an E-DOEBE (regressor or classifier) makes of its parameters."""
     check_families(model.families)
@@ -478,7 +488,9 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         the ensemble predicted before each target, which the weight update reads anyway, and
         only after the warm-up; the long-run miscoverage of the interval obeys the bound of
         :class:`river_doebe.conf.Recalibrated` for any sequence. The point prediction,
-        ``predict_one(x)``, the mixture's mean, does not change. Defaults to ``True`` (measured:
+        ``predict_one(x)``, the mixture's mean, does not change (the recalibrated
+        distribution carries it as ``point``, which the point metrics of
+        :func:`river_doebe.evaluate.progressive_scores` score). Defaults to ``True`` (measured:
         benchmarks/results/calibration_replay.md); ``False`` gives the ensemble's own mixture.
         ``recalibration_`` is the state (a :class:`river_doebe.conf.Recalibrated` that wraps
         nothing: its ``alpha_``, ``gate_open_``, ``n_updates_``).
@@ -629,7 +641,7 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         if self._recal is None:
             return dist
         self._remember(z, "dist", dist)
-        return self._recal._recalibrate(dist)
+        return _with_point(self._recal._recalibrate(dist), dist)
 
     def _log_density_z(self, z: np.ndarray, y: float) -> float:
         if self._recal is None:
@@ -683,9 +695,9 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
             if want:
                 if with_dist:
                     live = log_prior[t] > -np.inf
-                    out.append(recal._recalibrate(self._predictive(
-                        np.exp(log_prior[t][live]), c_means[t][live], c_vars[t][live], mean,
-                        var)))
+                    dist = self._predictive(np.exp(log_prior[t][live]), c_means[t][live],
+                                            c_vars[t][live], mean, var)
+                    out.append(_with_point(recal._recalibrate(dist), dist))
                 else:
                     out.append(mean)
             if seen + t > 0:

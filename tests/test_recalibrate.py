@@ -102,7 +102,7 @@ def test_distributions_intervals_and_state_equal_the_wrapper_s_bit_for_bit(kind)
         point = built.predict_one(x)
         assert point == raw.predict_one(x) == wrapper.predict_one(x)
         d, w = built.predict_one(x, with_dist=True), wrapper.predict_one(x, with_dist=True)
-        assert _same_distribution(d, w)
+        assert _same_distribution(d, w) and d.point == point
         assert [d.cdf(q) for q in LEVELS] == [w.cdf(q) for q in LEVELS]
         assert d.interval(0.9) == w.interval(0.9) and d.interval(0.5) == w.interval(0.5)
         got = built.predict_one(x, with_interval=True)
@@ -121,6 +121,21 @@ def test_distributions_intervals_and_state_equal_the_wrapper_s_bit_for_bit(kind)
     assert inner.n_updates_ == len(Y) - (100 if kind == "warm-up" else 1)
     assert opened > 0 and inner.n_gated_ < inner.n_updates_
     assert corrected > 0
+
+
+def test_the_point_metrics_of_progressive_scores_score_the_point_prediction():
+    from river import metrics as river_metrics
+
+    from river_doebe import datasets, metrics
+    from river_doebe.evaluate import progressive_scores
+
+    chosen = {"nMSE": metrics.NMSE(), "MAE": river_metrics.MAE(), "CRPS": metrics.CRPS()}
+    scores = {recalibrate: progressive_scores(
+        datasets.Drift(n_samples=400), EDOEBE(**_params("warm-up"), recalibrate=recalibrate),
+        copy.deepcopy(chosen)).scores for recalibrate in (True, False)}
+    # scored from the distributions (recalibrated or not), the point predictions are the same
+    assert scores[True]["nMSE"] == scores[False]["nMSE"]
+    assert scores[True]["MAE"] == scores[False]["MAE"]
 
 
 def test_point_predictions_and_the_ensemble_are_those_without_recalibration():

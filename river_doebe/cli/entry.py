@@ -348,7 +348,8 @@ def cmd_evaluate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     print(format_table(runs))
     print(
         f"\nnMSE: MSE / Var(y) over all {n} samples; PLL: mean log predictive density of y "
-        "(an ensemble's: its mixture; y as given, not standardised; '-' for models without a "
+        "(an ensemble's: its mixture, recalibrated where the model recalibrates it; y as given, "
+        "not standardised; '-' for models without a "
         "distribution); cov90 / cov50: share of y inside the central 90% / 50% interval of the "
         "predictive (calibrated: 90% / 50%); CRPS: continuous ranked probability score, in y's "
         "units (lower is better). Every sample "
