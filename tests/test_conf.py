@@ -361,15 +361,23 @@ def test_crps_from_the_cdf_equals_numerical_integration(G, where):
 
 
 def test_crps_from_the_cdf_of_an_unmapped_distribution_is_the_closed_form():
+    # the quadrature of the CDF of an identity map gives the closed form; crps() takes the
+    # closed form itself for it (EDOEBE()'s distribution while its gate is closed)
     F = gaussian(1.0, 4.0)
     same = RecalibratedDistribution(F, [0.0, 1.0], [0.0, 1.0])
     for y in (-30.0, 0.0, 1.0, 2.7, 1e5):
-        assert crps(same, y) == pytest.approx(crps_gaussian(1.0, 2.0, y), rel=1e-12)
+        quadrature = crps_from_cdf(same.cdf, y, same.crps_breaks())
+        assert quadrature == pytest.approx(crps_gaussian(1.0, 2.0, y), rel=1e-12)
+        assert crps(same, y) == crps_gaussian(1.0, 2.0, y)
     mix = GaussianMixture([0.2, 0.5, 0.3], [-3.0, 0.0, 4.0], [0.5, 1.0, 2.0])
-    same = RecalibratedDistribution(mix, [0.0, 1.0], [0.0, 1.0])
+    same = RecalibratedDistribution(mix, [0.0, 0.3, 1.0], [0.0, 0.3, 1.0])
     for y in (-5.0, 0.3, 6.0):
         expected = crps_mixture(mix.weights, mix.means, np.sqrt(mix.variances), y)
-        assert crps(same, y) == pytest.approx(expected, rel=1e-11)
+        quadrature = crps_from_cdf(same.cdf, y, same.crps_breaks())
+        assert quadrature == pytest.approx(expected, rel=1e-11)
+        assert crps(same, y) == crps(mix, y)
+    moved = RecalibratedDistribution(mix, [0.0, 0.3, 1.0], [0.0, 0.4, 1.0])
+    assert crps(moved, 0.3) == crps_from_cdf(moved.cdf, 0.3, moved.crps_breaks())
     from scipy.special import ndtr
     assert crps_from_cdf(ndtr, 0.0, np.linspace(-9, 9, 19)) == pytest.approx(
         crps_gaussian(0.0, 1.0, 0.0), rel=1e-13)
