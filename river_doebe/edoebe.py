@@ -630,6 +630,7 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
     def _predict_z(self, z: np.ndarray) -> tuple[float, float]:
         if self._recal is None or self._engine is None:
             return super()._predict_z(z)
+        assert self._adaptor is not None  # (the engine's, after the warm-up)
         mean, var, log_w, means, variances, scale, shift = self._adaptor.predictive(z)
         # (copies: the engine's arrays are its scratch, which its next prediction overwrites)
         self._remember(z, "arrays", (mean, var, np.exp(log_w), means.copy(), variances.copy(),
@@ -666,6 +667,7 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
             return
         # the mixture predicted for z, as the engine's own arrays (the predict step is cached
         # for the learn step that follows), read before the engine learns y
+        assert self._adaptor is not None  # (the engine's, after the warm-up)
         mean, var, log_w, means, variances, scale, shift = self._adaptor.predictive(z)
         state, knots = recal._state.copy(), recal._ku
         recal._update_arrays((mean, var, np.exp(log_w), means, variances, scale, shift), y)
@@ -681,14 +683,14 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         if recal is None:
             return super()._run_block(Z, ys, with_dist, want)
         self._memo = None
-        # (a block runs after the warm-up only: the engine is there)
         seen = self.n_samples_seen
         targets = np.asarray(ys, dtype=np.float64)
         # (a row the members refuse raises here: the rows of the block before it are learnt by
         # the members, not by the map, whose predictives the engine does not hand back then)
-        means, variances, (log_prior, c_means, c_vars) = self._model.learn_block(Z, targets,
-                                                                                 True)
-        out = [] if want else None
+        model = self._model
+        assert model is not None  # (the engine's: a block runs after the warm-up)
+        means, variances, (log_prior, c_means, c_vars) = model.learn_block(Z, targets, True)
+        out: list = []
         # each row's mixture, made before the row was learnt, is mapped, then learnt, in order
         for t, (mean, var, target) in enumerate(zip(means.tolist(), variances.tolist(),
                                                     targets.tolist())):
@@ -703,7 +705,7 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
             if seen + t > 0:
                 recal._update_arrays((mean, var, np.exp(log_prior[t]), c_means[t], c_vars[t],
                                       1.0, 0.0), target)
-        return out
+        return out if want else None
 
     def predict_one(self, x: dict, with_dist: bool = False, with_interval: bool = False):
         """The prediction for ``x``: the predictive mean; with ``with_dist=True`` the
