@@ -11,12 +11,14 @@ Streams: the seven paper / drift streams of ``peers.md`` that are present (``dri
 7,000, transition windows of 1,000) and with global recurring abrupt drift
 (``drift_type='gra'``, at 3,500 and 7,000), and ``TrumpApproval`` (1,001 samples).
 
-Models: ``EDOEBE(seed=0)``, ``Recalibrated(EDOEBE(seed=0))`` (``river_doebe.conf``, its
-defaults) and river's ``conf.RegressionJackknife(model, confidence_level=0.9,
-window_size=1000)`` around the best river regressor of the stream (lowest nMSE in
-``results/peers.json`` where that has the stream, else among river's linear regression, Hoeffding
-adaptive tree, k-nearest neighbours and adaptive random forest, run here: see ``--anchors``); its
-50% interval is a second jackknife at 0.5 on the same regressor.
+Models: ``EDOEBE(seed=0, recalibrate=False)`` (the ensemble's own mixture: named ``EDOEBE`` in
+the tables, which were measured before recalibration became ``EDOEBE()``'s default),
+``Recalibrated(EDOEBE(seed=0, recalibrate=False))`` (``river_doebe.conf``, its defaults) and
+river's ``conf.RegressionJackknife(model, confidence_level=0.9, window_size=1000)`` around the
+best river regressor of the stream (lowest nMSE in ``results/peers.json`` where that has the
+stream, else among river's linear regression, Hoeffding adaptive tree, k-nearest neighbours and
+adaptive random forest, run here: see ``--anchors``); its 50% interval is a second jackknife at
+0.5 on the same regressor.
 
 Scores: the share of the targets inside the central 90% and 50% intervals (the model's own
 predictive through ``metrics.IntervalCoverage``, or the jackknife's interval), the mean width of
@@ -29,10 +31,13 @@ Two experiments beside the table:
 - ``shift``: Friedman #1 with a jump of ``--jump`` (1,000) warm-up standard deviations added to
   every target from 1,000 samples after the warm-up on; the 90% coverage and mean width over
   windows after the jump (with ``--gate`` also of ``Recalibrated(EDOEBE(), gate=True)``);
-- ``overhead``: ``EDOEBE()`` and ``Recalibrated(EDOEBE())`` warmed up on the same samples, then
-  timed on the same samples in interleaved chunks in this process (predict with the
-  distribution, then learn; and predict the point, then learn), best of ``--repeats``: the ratio
-  of their samples/s. The load (``os.getloadavg``) is written beside it.
+- ``overhead``: ``EDOEBE(recalibrate=False)``, ``Recalibrated(EDOEBE(recalibrate=False),
+  gate=True)`` and ``EDOEBE()`` (the same recalibration built in, the default) warmed up on the
+  same samples, then timed on the same samples in interleaved chunks of 250 in this process
+  (predict with the distribution, then learn; and predict the point, then learn), each chunk's
+  best of ``--repeats`` (and the best whole run beside it): the ratios of their samples/s to
+  the first's. The load (``os.getloadavg``) is
+  written beside it. ``--skip table shift --out DIR`` measures it alone.
 
     python benchmarks/calibration.py                 # everything (about an hour on 2 cores)
     python benchmarks/calibration.py --quick         # short streams, a small E-DOEBE
@@ -135,8 +140,10 @@ def load(name: str, data_dir, cfg: dict):
 # ---------------------------------------------------------------------------------------------
 
 
-def edoebe(cfg: dict, n_warmup: int) -> EDOEBE:
-    kw = {"seed": cfg["seed"], "n_warmup": n_warmup}
+def edoebe(cfg: dict, n_warmup: int, recalibrate: bool = False) -> EDOEBE:
+    """The E-DOEBE of the experiments: by default its own mixture (``recalibrate=False``), which
+    the wrappers recalibrate."""
+    kw = {"seed": cfg["seed"], "n_warmup": n_warmup, "recalibrate": recalibrate}
     if cfg["quick"]:
         kw.update(n_samples=2, starts=(1.0,))
     return EDOEBE(**kw)
@@ -344,9 +351,15 @@ def shift(cfg: dict) -> dict:
     return {"jump_in_warmup_sd": cfg["jump"], "samples_before_jump": after, "results": out}
 
 
+#: the models of the overhead experiment: the reference first
+OVERHEAD_MODELS = ("EDOEBE(recalibrate=False)",
+                   "Recalibrated(EDOEBE(recalibrate=False), gate=True)", "EDOEBE()")
+
+
 def overhead(cfg: dict) -> dict:
-    """samples/s of ``Recalibrated(EDOEBE())`` over ``EDOEBE()``'s after the warm-up, timed in
-    interleaved chunks of the same samples, best of the repeats."""
+    """samples/s of ``Recalibrated(EDOEBE(recalibrate=False), gate=True)`` and of ``EDOEBE()``
+    (the same recalibration, built in) over ``EDOEBE(recalibrate=False)``'s after the warm-up,
+    timed in interleaved chunks of the same samples, each chunk's best of the repeats."""
     w = cfg["n_warmup"]
     n = cfg["overhead_samples"]
     X, y = datasets.Friedman1(n_samples=w + n).arrays()
@@ -354,20 +367,31 @@ def overhead(cfg: dict) -> dict:
     std = Standardizer.fit(X[:w], y[:w], names=names)
     Z, Y = std.x(X), std.y(y)
     dicts = [dict(zip(names, row, strict=True)) for row in Z.tolist()]
-    warm = edoebe(cfg, w)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        for x, target in zip(dicts[:w], Y[:w].tolist(), strict=True):
-            warm.learn_one(x, target)
-    frozen = pickle.dumps(warm)
+    frozen = {}
+    for recalibrate in (False, True):
+        warm = edoebe(cfg, w, recalibrate=recalibrate)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            for x, target in zip(dicts[:w], Y[:w].tolist(), strict=True):
+                warm.learn_one(x, target)
+        frozen[recalibrate] = pickle.dumps(warm)
+    raw, wrapped, built = OVERHEAD_MODELS
+    # the same ensemble (the seed): the built-in recalibration changes no point prediction
+    probe = dicts[w]
+    assert pickle.loads(frozen[False]).predict_one(probe) == pickle.loads(
+        frozen[True]).predict_one(probe)
     chunk = 250
     best = {}
+    load_avg = [list(os.getloadavg())]
     for protocol in ("dist", "point"):
-        times = {"EDOEBE": [], "Recalibrated(EDOEBE)": []}
+        # per model, per repeat, the time of each chunk: every repeat starts from the same state,
+        # so a chunk is the same work in each, and its best time is the least disturbed one
+        times = {name: [] for name in OVERHEAD_MODELS}
         for _ in range(cfg["repeats"]):
-            models = {"EDOEBE": pickle.loads(frozen),
-                      "Recalibrated(EDOEBE)": Recalibrated(pickle.loads(frozen))}
-            spent = dict.fromkeys(models, 0.0)
+            models = {raw: pickle.loads(frozen[False]),
+                      wrapped: Recalibrated(pickle.loads(frozen[False]), gate=True),
+                      built: pickle.loads(frozen[True])}
+            spent = {name: [] for name in models}
             for i in range(w, w + n, chunk):
                 rows = list(zip(dicts[i:i + chunk], Y[i:i + chunk].tolist()))
                 for name, model in models.items():
@@ -378,16 +402,25 @@ def overhead(cfg: dict) -> dict:
                         else:
                             model.predict_one(x)
                         model.learn_one(x, target)
-                    spent[name] += time.perf_counter() - t0
+                    spent[name].append(time.perf_counter() - t0)
             for name in models:
                 times[name].append(spent[name])
-        rate = {name: n / min(v) for name, v in times.items()}
+            load_avg.append(list(os.getloadavg()))
+        rate = {name: n / sum(min(c) for c in zip(*v)) for name, v in times.items()}
+        whole = {name: n / min(sum(r) for r in v) for name, v in times.items()}
         best[protocol] = {"samples_per_s": rate,
-                          "ratio": rate["Recalibrated(EDOEBE)"] / rate["EDOEBE"]}
-        print(f"overhead ({protocol}): {best[protocol]['ratio']:.3f} "
-              f"({rate['Recalibrated(EDOEBE)']:.0f} / {rate['EDOEBE']:.0f} samples/s)", flush=True)
+                          "samples_per_s_best_whole_run": whole,
+                          "ratio_best_whole_run": whole[wrapped] / whole[raw],
+                          "ratio_built_in_best_whole_run": whole[built] / whole[raw],
+                          "ratio": rate[wrapped] / rate[raw],
+                          "ratio_built_in": rate[built] / rate[raw],
+                          "built_in_over_wrapper": rate[built] / rate[wrapped]}
+        print(f"overhead ({protocol}): wrapper {best[protocol]['ratio']:.3f}, built in "
+              f"{best[protocol]['ratio_built_in']:.3f} ({rate[wrapped]:.0f}, {rate[built]:.0f} "
+              f"/ {rate[raw]:.0f} samples/s; load {os.getloadavg()[0]:.2f})", flush=True)
     return {"samples": n, "repeats": cfg["repeats"], "load_avg": list(os.getloadavg()),
-            "cpus": os.cpu_count(), **best}
+            "load_avg_each_repeat": load_avg, "cpus": os.cpu_count(),
+            "models": list(OVERHEAD_MODELS), **best}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -413,9 +446,9 @@ def _loads(values) -> str:
 
 def markdown(doc: dict) -> str:
     cfg = doc["config"]
-    lines = [
-        "# Calibration, with and without online recalibration",
-        "",
+    # the overhead experiment alone (``--skip table shift``): its own page
+    alone = bool(doc.get("overhead")) and not doc.get("results") and not doc.get("shift")
+    protocol = (
         f"Protocol of `peers.md`: X and y standardised on the first {cfg['n_warmup']:,} samples, "
         f"learnt unscored; the rest of the first {cfg['max_samples']:,} samples scored one step "
         "ahead (TrumpApproval: a warm-up of a fifth of its 1,001 samples). Coverage: share of "
@@ -426,18 +459,27 @@ def markdown(doc: dict) -> str:
         "is the E-DOEBE's mean), and in brackets that of the recalibrated distribution's mean. "
         "RegressionJackknife: river's `conf.RegressionJackknife(model, 0.9, window_size=1000)` "
         "around the river regressor with the lowest nMSE on the stream (named in the last "
-        "column), no distribution."
-        + (" **Quick mode: rough numbers only.**" if cfg["quick"] else ""),
-        f"Command: `python benchmarks/calibration.py{' --quick' if cfg['quick'] else ''}"
+        "column), no distribution. "
+    )
+    lines = [
+        "# The cost of the online recalibration" if alone
+        else "# Calibration, with and without online recalibration",
+        "",
+        ("" if alone else protocol)
+        + ("**Quick mode: rough numbers only.** " if cfg["quick"] else "")
+        + f"Command: `python benchmarks/calibration.py{' --quick' if cfg['quick'] else ''}"
         + (f" --max-samples {cfg['max_samples']}" if cfg["max_samples"] != (
-            2500 if cfg["quick"] else 10000) else "") + "`"
+            2500 if cfg["quick"] else 10000) else "")
+        + (" --skip table shift" if alone else "")
+        + (f" --repeats {cfg['repeats']}" if alone and cfg["repeats"] != 3 else "") + "`"
         + (" (parts run side by side, then `--merge`)" if doc.get("merged_from") else "")
         + f". Load average (1 minute) while it ran: {_loads(doc.get('load_avg_start'))} at the "
         f"start, {_loads(doc.get('load_avg_end'))} at the end (2 cores).",
         "",
-        "| stream | model | 90% | 50% | width 90% | CRPS | PLL | nMSE | anchor |",
-        "|---|---|---|---|---|---|---|---|---|",
     ]
+    if doc.get("results"):
+        lines += ["| stream | model | 90% | 50% | width 90% | CRPS | PLL | nMSE | anchor |",
+                  "|---|---|---|---|---|---|---|---|---|"]
     for stream, rows in doc.get("results", {}).items():
         for name, r in rows.items():
             nmse = _fmt(r["nmse"], ".4f")
@@ -471,21 +513,43 @@ def markdown(doc: dict) -> str:
         lines.append("")
     if doc.get("overhead"):
         o = doc["overhead"]
-        lines += [
-            "**Overhead** (Friedman #1, after the warm-up, "
-            f"{o['samples']:,} samples timed in interleaved chunks, best of {o['repeats']}; "
-            f"load average {o['load_avg'][0]:.1f} on {o['cpus']} cores): samples/s of "
-            "`Recalibrated(EDOEBE())` over `EDOEBE()`'s.",
-            "",
-            "| protocol | EDOEBE samples/s | Recalibrated samples/s | ratio |",
-            "|---|---|---|---|",
-        ]
+        if o.get("models"):
+            names = o["models"]
+            lines += [
+                "**Overhead** (Friedman #1, after the warm-up, "
+                f"{o['samples']:,} samples timed in interleaved chunks of 250, each chunk's best "
+                f"of {o['repeats']} repeats; load average {o['load_avg'][0]:.1f} on "
+                f"{o['cpus']} cores at the end, "
+                f"{min(v[0] for v in o['load_avg_each_repeat']):.1f}-"
+                f"{max(v[0] for v in o['load_avg_each_repeat']):.1f} during): samples/s of "
+                f"each model, and as a ratio of `{names[0]}`'s (in brackets: the best whole "
+                "run's).",
+                "",
+                "| protocol | " + " | ".join(f"`{m}`" for m in names)
+                + " | wrapper ratio | built-in ratio |",
+                "|---|" + "---|" * (len(names) + 2),
+            ]
+        else:  # (a run before the recalibration was built in)
+            names = ["EDOEBE", "Recalibrated(EDOEBE)"]
+            lines += [
+                "**Overhead** (Friedman #1, after the warm-up, "
+                f"{o['samples']:,} samples timed in interleaved chunks, best of {o['repeats']}; "
+                f"load average {o['load_avg'][0]:.1f} on {o['cpus']} cores): samples/s of "
+                "`Recalibrated(EDOEBE())` over `EDOEBE()`'s.",
+                "",
+                "| protocol | EDOEBE samples/s | Recalibrated samples/s | ratio |",
+                "|---|---|---|---|",
+            ]
         for protocol, label in (("dist", "predict_one(x, with_dist=True), learn_one"),
                                 ("point", "predict_one(x), learn_one")):
             r = o[protocol]
-            lines.append(f"| {label} | {r['samples_per_s']['EDOEBE']:,.0f} | "
-                         f"{r['samples_per_s']['Recalibrated(EDOEBE)']:,.0f} | "
-                         f"{r['ratio']:.3f} |")
+            cells = [f"{r['samples_per_s'][m]:,.0f}" for m in names] + [f"{r['ratio']:.3f}"]
+            if "ratio_built_in" in r:
+                cells.append(f"{r['ratio_built_in']:.3f}")
+            if "ratio_best_whole_run" in r:
+                cells[-2] += f" ({r['ratio_best_whole_run']:.3f})"
+                cells[-1] += f" ({r['ratio_built_in_best_whole_run']:.3f})"
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
         lines.append("")
         # runs kept beside the main one (added to the json by hand, with a note)
         others = [f"{key.replace('_', ' ')}{' (' + r['commit'] + ')' if r.get('commit') else ''}"

@@ -18,8 +18,12 @@ Bayesian linear regressions and the E-DOEBE); for the same models, their calibra
 predictive: the share of targets inside its central 90% and 50% intervals (``coverage_90``,
 ``coverage_50``; the closer to 90% and 50% the better) and the CRPS of the standardised target
 (``crps``, lower is better);
-``Recalibrated(EDOEBE)`` is the E-DOEBE wrapped in ``river_doebe.conf.Recalibrated`` (its
-distribution scored exactly: the CRPS by quadrature of its CDF);
+``EDOEBE`` is ``EDOEBE()`` as a user gets it: since recalibration became its default
+(``recalibrate=True``: its distribution scored exactly, the CRPS by quadrature of its CDF), the
+recalibrated mixture (the results of runs before that are the raw mixture's, and their
+``Recalibrated(EDOEBE)`` row the E-DOEBE wrapped in ``river_doebe.conf.Recalibrated`` with its
+defaults); ``EDOEBE(recalibrate=False)`` is the ensemble's own mixture, what ``river-doebe
+evaluate --recalibrate`` runs beside it;
 samples/s counts the streamed part only (predict + learn per sample, and the nMSE, MAE and PLL;
 not the calibration scores, timed apart as ``calibration_s``; the E-DOEBE's warm-up fit is
 reported separately as ``warm-up [s]``).
@@ -47,8 +51,8 @@ from river import metrics as river_metrics
 
 from river_doebe import datasets
 from river_doebe import metrics as rd_metrics
+from river_doebe.cli.entry import recalibrated_spec
 from river_doebe.cli.registry import MODELS, PEERS
-from river_doebe.conf import Recalibrated
 from river_doebe.evaluate import progressive_scores
 from river_doebe.utils import json_safe
 from river_doebe.warmup import Standardizer
@@ -99,12 +103,9 @@ def models(cfg: dict) -> dict:
                       ("edoebe-stacking", "EDOEBE(weighting='stacking', delta=0)")):
         out[name] = (partial(MODELS[key].factory, cfg), MODELS[key].has_dist)
     # what `river-doebe evaluate --recalibrate` runs beside the E-DOEBE
-    out["Recalibrated(EDOEBE)"] = (partial(_recalibrated, MODELS["edoebe"].factory, cfg), True)
+    out["EDOEBE(recalibrate=False)"] = (partial(recalibrated_spec(MODELS["edoebe"]).factory,
+                                                cfg), True)
     return out
-
-
-def _recalibrated(factory, cfg):
-    return Recalibrated(factory(cfg))
 
 
 def load(name: str, data_dir, cfg: dict):

@@ -330,9 +330,10 @@ def doebe(members, var_rw: float) -> DOEBE:
 
 
 def edoebe(members, delta: float, **weighting) -> EDOEBE:
+    # the paper's E-DOEBE: the members' mixture, without the recalibration EDOEBE() adds
     return EDOEBE(
         models=[DOBE(m.basis, m.var_theta, m.var_eps) for m in members],
-        rw_variances=(VAR_RW,), delta=delta, **weighting,
+        rw_variances=(VAR_RW,), delta=delta, recalibrate=False, **weighting,
     )
 
 

@@ -23,7 +23,8 @@ Rows and targets (ratios within one run):
 - ``DOBE`` with 100 random Fourier features (dynamic, and static with its square-root
   covariance) at least as fast as river's ``BayesianLinearRegression`` (which works in 10
   dimensions);
-- the 90-member ensemble of 100-feature learners (weight floor 0: every member stays live) per
+- the 90-member ensemble of 100-feature learners (``recalibrate=False``: the engine alone;
+  weight floor 0: every member stays live) per
   sample with 1 thread and with all threads (target: all >= 1.6x one), and through
   ``predict_learn_many`` with 1 and all threads (target: all threads >= 2.2x the one-thread
   per-sample rate); the same ensemble with the paper's and the default weight floors, and with
@@ -96,7 +97,10 @@ def ensemble_90(weight_floor: float) -> EDOEBE:
         specs.append(DOBE(RandomFourierFeatures(50, lengthscale=ls, seed=k), var_eps=0.1))
         specs.append(DOBE(HilbertGP(100, lengthscale=ls), var_eps=0.1))
         specs.append(DOBE(RBFNetwork(100, lengthscale=ls, seed=k), var_eps=0.1))
-    return EDOEBE(models=specs, rw_variances=(1e-3,), delta=1e-2, weight_floor=weight_floor)
+    # the engine's rows (threads, blocks, the limit): the members and weights alone, without
+    # the recalibration of the predictive that EDOEBE() adds by default
+    return EDOEBE(models=specs, rw_variances=(1e-3,), delta=1e-2, weight_floor=weight_floor,
+                  recalibrate=False)
 
 
 def _dobe(var_rw):

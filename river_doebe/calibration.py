@@ -59,6 +59,17 @@ def _by_its_cdf(y_pred: Any) -> bool:
             and not isinstance(y_pred, proba.Gaussian))
 
 
+def _unmapped(y_pred: Any) -> Any:
+    """The distribution that ``y_pred`` maps, when its map is the identity (a recalibrated
+    distribution, :class:`river_doebe.conf.RecalibratedDistribution`, whose knots are their own
+    images: ``EDOEBE()``'s while its recalibration's gate is closed), else ``None``."""
+    ku, kp = getattr(y_pred, "knots_u", None), getattr(y_pred, "knots_p", None)
+    base = getattr(y_pred, "base", None)
+    if base is None or ku is None or kp is None or not np.array_equal(ku, kp):
+        return None
+    return base
+
+
 def _read(
     y_pred: Any, who: str
 ) -> tuple[float, float] | tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -329,6 +340,9 @@ def crps(y_pred: Any, y: float, who: str = "crps") -> float:
     parts = _read(y_pred, who)
     if parts is None:
         if _by_its_cdf(y_pred):
+            base = _unmapped(y_pred)
+            if base is not None:  # the identity map of a distribution: that one, exactly
+                return crps(base, y, who)
             own = getattr(y_pred, "crps_breaks", None)
             breaks = own() if callable(own) else y_pred.quantile(_CRPS_LEVELS)
             return crps_from_cdf(y_pred.cdf, float(y), breaks)

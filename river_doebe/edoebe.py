@@ -34,6 +34,7 @@ from river_doebe._schema import Schema, check_frame, check_targets, column_value
 from river_doebe.base import ArrayClassifier, ArrayRegressor
 from river_doebe.engine import (
     WEIGHT_FLOOR,
+    FilterError,
     LogisticEngine,
     Member,
     edoebe_transition,
@@ -76,6 +77,29 @@ def _batch(X, feature_names) -> tuple[np.ndarray, list]:
         )
     Schema(names)  # refuses duplicates
     return X, names
+
+
+def _own_recalibration(model):
+    """The online recalibration of ``EDOEBE(recalibrate=True)``: the state and the methods of
+    ``river_doebe.conf.Recalibrated(model, gate=True)``, which the model calls itself (imported
+    here, when a model is made: it loads river's ``proba``)."""
+    from river_doebe.conf.recalibrated import Recalibrated
+
+    recal = Recalibrated(model, gate=True)
+    # the model asks it for its update and its maps: its reference to the model goes, so that
+    # the model holds no cycle (a copy of the model's state would hold a second model)
+    recal.regressor = None
+    return recal
+
+
+def _with_point(recalibrated, mixture):
+    """The recalibration of ``mixture`` carrying the model's point prediction, the mixture's
+    mean, as ``point`` (its ``mu`` is its own mean): what the package's metrics score a point
+    prediction from (:func:`river_doebe.metrics._point`). (A point mass is not mapped: it is
+    returned as it is.)"""
+    if recalibrated is not mixture:
+        recalibrated.point = mixture.mu
+    return recalibrated
 
 
 def check_edoebe_params(model, kind: type, name: str) -> None:
@@ -452,6 +476,24 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         A fixed share in ``[0, 1)`` of the weight spread uniformly over the members after the
         switching step between twins, so that a member that fell behind can lead again.
         Defaults to 0 (none).
+    recalibrate
+        Whether the predictive distribution is recalibrated online: ``predict_one(x,
+        with_dist=True)`` returns the mixture mapped by a monotone map of its CDF learnt from
+        the probability integral transforms of past targets (a
+        :class:`river_doebe.conf.RecalibratedDistribution`), and ``predict_one(x,
+        with_interval=True)`` the adaptive conformal interval at 90% (a
+        ``river.conf.Interval``). It is the algorithm of
+        ``river_doebe.conf.Recalibrated(EDOEBE(recalibrate=False), gate=True)`` (its other
+        parameters at their defaults), bit for bit, built in: the map learns from the mixture
+        the ensemble predicted before each target, which the weight update reads anyway, and
+        only after the warm-up; the long-run miscoverage of the interval obeys the bound of
+        :class:`river_doebe.conf.Recalibrated` for any sequence. The point prediction,
+        ``predict_one(x)``, the mixture's mean, does not change (the recalibrated
+        distribution carries it as ``point``, which the point metrics of
+        :func:`river_doebe.evaluate.progressive_scores` score). Defaults to ``True`` (measured:
+        benchmarks/results/calibration_replay.md); ``False`` gives the ensemble's own mixture.
+        ``recalibration_`` is the state (a :class:`river_doebe.conf.Recalibrated` that wraps
+        nothing: its ``alpha_``, ``gate_open_``, ``n_updates_``).
 
     Examples
     --------
@@ -466,16 +508,24 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
     >>> len(model.members), sorted({m["family"] for m in model.describe()})
     (12, ['HilbertGP', 'RBFNetwork', 'RandomFourierFeatures'])
 
-    The predictive distribution is the mixture of the members' Gaussians, in the units of ``y``;
-    its ``mu`` is the point prediction:
+    The predictive distribution is the mixture of the members' Gaussians, in the units of ``y``,
+    recalibrated online (``recalibrate=True``); the point prediction is the mixture's mean,
+    whether recalibrated or not:
 
     >>> x = {i: 0.5 for i in range(10)}
     >>> dist = model.predict_one(x, with_dist=True)
+    >>> type(dist).__name__, type(dist.base).__name__
+    ('RecalibratedDistribution', 'GaussianMixture')
     >>> import math
-    >>> dist.mu == model.predict_one(x)
-    True
     >>> math.isclose(dist.log_pdf(15.0), model.log_density_one(x, 15.0))
     True
+    >>> raw = model.clone({"recalibrate": False})
+    >>> evaluate.progressive_val_score(Friedman1(n_samples=1000), raw, metrics.R2())
+    R2: 0.8...
+    >>> raw.predict_one(x) == model.predict_one(x) == raw.predict_one(x, with_dist=True).mu
+    True
+    >>> model.predict_one(x, with_interval=True)
+    Interval(lower=..., upper=...)
 
     Explicit members, no warm-up: a dynamic twin of each member, then the static members.
 
@@ -500,8 +550,186 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
 
     """
 
+    def __init__(
+        self,
+        families: list | None = None,
+        n_warmup: int = 1000,
+        n_samples: int = 5,
+        rw_variances: tuple = (1e-3,),
+        delta: float = 1e-2,
+        seed: int | None = None,
+        models: list | None = None,
+        weight_floor: float = WEIGHT_FLOOR,
+        starts: tuple = (0.1, 1.0, 10.0),
+        replay: bool = True,
+        verbose: bool = False,
+        static: bool = True,
+        weighting: str = "bma",
+        stacking_rate: float = STACKING_RATE,
+        share: float = 0.0,
+        recalibrate: bool = True,
+    ):
+        self.recalibrate = recalibrate
+        check_bool("recalibrate", recalibrate)
+        super().__init__(
+            families=families, n_warmup=n_warmup, n_samples=n_samples,
+            rw_variances=rw_variances, delta=delta, seed=seed, models=models,
+            weight_floor=weight_floor, starts=starts, replay=replay, verbose=verbose,
+            static=static, weighting=weighting, stacking_rate=stacking_rate, share=share,
+        )
+        self._recal = _own_recalibration(self) if recalibrate else None
+
+    #: the predictive of the last prediction, for the map to learn from if the next sample
+    #: learnt is that one: ``(key, ("arrays", parts) or ("dist", mixture))`` (see
+    #: :meth:`_remember`); not part of the state (pickles and copies leave it out)
+    _memo: tuple | None = None
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_memo", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        # a model pickled before the recalibration was built in had none
+        if "recalibrate" not in state:
+            state = {**state, "recalibrate": False, "_recal": None}
+        super().__setstate__(state)
+
+    @property
+    def recalibration_(self):
+        """The online recalibration (``recalibrate=True``): a
+        :class:`river_doebe.conf.Recalibrated` that wraps nothing, whose state (``alpha_``,
+        ``beta_``, ``gate_open_``, ``n_updates_``, ...) the model updates; ``None`` with
+        ``recalibrate=False``."""
+        return self._recal
+
     def _history_targets(self, y, n: int) -> np.ndarray:
         return check_targets(y, n)
+
+    # ------------------------------------------------------------------ the recalibration
+    def _recalibrates_next(self) -> bool:
+        """Whether the map learns from the next target: once the model had learnt a sample
+        with its members in place (after the warm-up; with explicit ``models``, from the
+        second sample), as the wrapper learns only while the model it wraps is warm."""
+        return self._recal is not None and self.is_warm and self.n_samples_seen > 0
+
+    def _memo_key(self, z: np.ndarray):
+        """What a remembered prediction is valid for: this sample's array and the members as
+        they are (every learnt or replayed sample counts); ``None`` while nothing is
+        remembered (no recalibration, or the warm-up)."""
+        if self._recal is None or self._engine is None:
+            return None
+        return z.tobytes(), self._engine.n_updates
+
+    def _remember(self, z: np.ndarray, kind: str, value) -> None:
+        # the prediction just made, so that learning the same sample next reads it instead of
+        # asking the members for it again (what the weight update of that sample reads too)
+        key = self._memo_key(z)
+        self._memo = None if key is None else (key, kind, value)
+
+    def _predict_z(self, z: np.ndarray) -> tuple[float, float]:
+        if self._recal is None or self._engine is None:
+            return super()._predict_z(z)
+        assert self._adaptor is not None  # (the engine's, after the warm-up)
+        mean, var, log_w, means, variances, scale, shift = self._adaptor.predictive(z)
+        # (copies: the engine's arrays are its scratch, which its next prediction overwrites)
+        self._remember(z, "arrays", (mean, var, np.exp(log_w), means.copy(), variances.copy(),
+                                     scale, shift))
+        return mean, var
+
+    def _dist_z(self, z: np.ndarray):
+        dist = super()._dist_z(z)
+        if self._recal is None:
+            return dist
+        self._remember(z, "dist", dist)
+        return _with_point(self._recal._recalibrate(dist), dist)
+
+    def _log_density_z(self, z: np.ndarray, y: float) -> float:
+        if self._recal is None:
+            return super()._log_density_z(z, y)
+        return float(self._dist_z(z).log_pdf(y))
+
+    def _learn_z(self, z: np.ndarray, y: float) -> None:
+        recal = self._recal
+        memo, self._memo = self._memo, None
+        if recal is None or not self._recalibrates_next():
+            super()._learn_z(z, y)
+            return
+        if memo is not None and memo[0] == self._memo_key(z):
+            # the prediction made for this sample by the members as they are (copies of their
+            # arrays, or the distribution): the map learns from it once they took the sample
+            super()._learn_z(z, y)
+            if memo[1] == "dist":  # the wrapper's update, from a distribution or from arrays
+                if not recal._is_point_mass(memo[2]):
+                    recal._update(memo[2], y)
+            else:
+                recal._update_arrays(memo[2], y)
+            return
+        # the mixture predicted for z, as the engine's own arrays (the predict step is cached
+        # for the learn step that follows), read before the engine learns y
+        assert self._adaptor is not None  # (the engine's, after the warm-up)
+        mean, var, log_w, means, variances, scale, shift = self._adaptor.predictive(z)
+        state, knots = recal._state.copy(), recal._ku
+        recal._update_arrays((mean, var, np.exp(log_w), means, variances, scale, shift), y)
+        try:
+            super()._learn_z(z, y)
+        except BaseException:
+            # a sample the members refuse changes nothing: nor the map
+            recal._state, recal._ku = state, knots
+            raise
+
+    def _run_block(self, Z, ys, with_dist: bool, want: bool):
+        recal = self._recal
+        if recal is None:
+            return super()._run_block(Z, ys, with_dist, want)
+        self._memo = None
+        seen = self.n_samples_seen
+        targets = np.asarray(ys, dtype=np.float64)
+        # (a row the members refuse raises here: the rows of the block before it are learnt by
+        # the members, not by the map, whose predictives the engine does not hand back then)
+        model = self._model
+        assert model is not None  # (the engine's: a block runs after the warm-up)
+        means, variances, (log_prior, c_means, c_vars) = model.learn_block(Z, targets, True)
+        out: list = []
+        # each row's mixture, made before the row was learnt, is mapped, then learnt, in order
+        for t, (mean, var, target) in enumerate(zip(means.tolist(), variances.tolist(),
+                                                    targets.tolist())):
+            if want:
+                if with_dist:
+                    live = log_prior[t] > -np.inf
+                    dist = self._predictive(np.exp(log_prior[t][live]), c_means[t][live],
+                                            c_vars[t][live], mean, var)
+                    out.append(_with_point(recal._recalibrate(dist), dist))
+                else:
+                    out.append(mean)
+            if seen + t > 0:
+                recal._update_arrays((mean, var, np.exp(log_prior[t]), c_means[t], c_vars[t],
+                                      1.0, 0.0), target)
+        return out if want else None
+
+    def predict_one(self, x: dict, with_dist: bool = False, with_interval: bool = False):
+        """The prediction for ``x``: the predictive mean; with ``with_dist=True`` the
+        predictive distribution (recalibrated, a
+        :class:`~river_doebe.conf.RecalibratedDistribution`, unless ``recalibrate=False``: the
+        :class:`~river_doebe.distributions.GaussianMixture`); with ``with_interval=True``
+        (``recalibrate=True`` only) the adaptive conformal interval at 90%, a
+        ``river.conf.Interval``."""
+        if not with_interval:
+            return super().predict_one(x, with_dist=with_dist)
+        if self._recal is None:
+            raise ValueError("with_interval=True needs the recalibration: EDOEBE(recalibrate="
+                             "True), or wrap the model in river_doebe.conf.Recalibrated")
+        z = self._predict_array(x)
+        if z is None:
+            return self._ghost(x.keys()).predict_one(x, with_interval=True)
+        try:
+            return self._recal._interval(super()._dist_z(z))
+        except FilterError as err:
+            raise self._refused(err, x, "predict") from None
+
+    def _predictive_arrays(self, x: dict):
+        # the arrays are the mixture's: they are the predictive only without the recalibration
+        return super()._predictive_arrays(x) if self._recal is None else None
 
     def _predictive_view(self, z: np.ndarray):
         # the engine behind its standardisation (None during the warm-up: the fallback)
@@ -528,6 +756,15 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         models = [DOBE(Linear(), var_eps=1.0), DOBE(RandomFourierFeatures(8, seed=3))]
         yield {"models": models}
         yield {"models": models, "weighting": "stacking", "stacking_rate": 0.2, "share": 0.01}
+        yield {"models": models, "recalibrate": False}
+        yield {
+            "families": [RandomFourierFeatures(5, seed=1)],
+            "n_warmup": 20,
+            "n_samples": 2,
+            "starts": (1.0,),
+            "seed": 1,
+            "recalibrate": False,
+        }
 
 
 # (river's Classifier declares **kwargs on predict_one and predict_proba_one; the classifiers of

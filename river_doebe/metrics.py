@@ -58,11 +58,16 @@ _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 def _point(y_pred):
-    """The point prediction carried by ``y_pred``: itself if a number, else the mean."""
+    """The point prediction carried by ``y_pred``: itself if a number, else the model's point
+    prediction that a distribution carries as ``point`` (``EDOEBE()``'s recalibrated
+    distribution: the mixture's mean, what ``predict_one(x)`` returns), else its mean."""
     if type(y_pred) is float:
         return y_pred
     if isinstance(y_pred, numbers.Real):
         return float(y_pred)
+    point = getattr(y_pred, "point", None)
+    if isinstance(point, numbers.Real):
+        return float(point)
     mu = getattr(y_pred, "mu", None)
     if mu is not None:
         return float(mu)

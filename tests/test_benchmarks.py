@@ -56,7 +56,7 @@ def test_peers_builds_the_command_line_s_models_under_the_names_of_its_reports()
     assert list(built) == [
         "BayesianLinearRegression", "BayesianLinearRegression(smoothing=0.999)",
         "LinearRegression", "KNNRegressor", "HoeffdingAdaptiveTreeRegressor", "ARFRegressor",
-        "EDOEBE", "EDOEBE(weighting='stacking', delta=0)", "Recalibrated(EDOEBE)",
+        "EDOEBE", "EDOEBE(weighting='stacking', delta=0)", "EDOEBE(recalibrate=False)",
     ]
     specs = [PEERS[key] for key in peers.PEER_KEYS] + [MODELS["edoebe"],
                                                         MODELS["edoebe-stacking"],
@@ -71,9 +71,11 @@ def test_peers_builds_the_command_line_s_models_under_the_names_of_its_reports()
     )
     stacking = built["EDOEBE(weighting='stacking', delta=0)"][0]()
     assert (stacking.weighting, stacking.delta, stacking.n_warmup) == ("stacking", 0.0, 300)
-    # the model `river-doebe evaluate --recalibrate` runs beside the E-DOEBE
-    recalibrated = built["Recalibrated(EDOEBE)"][0]()
-    assert repr(recalibrated.regressor) == repr(edoebe)
+    # the E-DOEBE recalibrates itself (the default), and `river-doebe evaluate --recalibrate`
+    # runs it beside the same model without
+    assert edoebe.recalibrate and stacking.recalibrate
+    raw = built["EDOEBE(recalibrate=False)"][0]()
+    assert repr(raw) == repr(edoebe.clone({"recalibrate": False})) and not raw.recalibrate
 
 
 def test_reproduce_s_families_are_the_registry_s_with_options():
@@ -432,6 +434,23 @@ def test_calibration_scores_every_model_on_each_stream(tmp_path):
     assert rows["Recalibrated(EDOEBE)"]["nmse"] == pytest.approx(rows["EDOEBE"]["nmse"])
     table = (tmp_path / "calibration.md").read_text()
     assert all(f"| trump_approval | {name} |" in table for name in rows)
+
+
+@pytest.mark.slow
+def test_calibration_overhead_times_the_wrapper_and_the_built_in_recalibration(tmp_path):
+    _, doc = _run_main("calibration", ["--quick", "--skip", "table", "shift", "--repeats", "1",
+                                       "--out", str(tmp_path)])
+    o = doc["overhead"]
+    raw, wrapped, built = o["models"]
+    assert (raw, built) == ("EDOEBE(recalibrate=False)", "EDOEBE()")
+    for protocol in ("dist", "point"):
+        rate = o[protocol]["samples_per_s"]
+        assert set(rate) == set(o["models"]) and all(v > 0 for v in rate.values())
+        assert o[protocol]["ratio"] == pytest.approx(rate[wrapped] / rate[raw])
+        assert o[protocol]["ratio_built_in"] == pytest.approx(rate[built] / rate[raw])
+    table = (tmp_path / "calibration.md").read_text()
+    assert "| stream | model |" not in table  # (no stream was scored)
+    assert f"`{built}`" in table and "built-in ratio" in table
 
 
 def test_sparse_streams_are_what_their_rows_claim_and_the_report_reads_its_json(tmp_path):

@@ -365,7 +365,11 @@ STREAM_MODELS = {
                          var_rw=1e-3),
     # a small E-DOEBE: its warm-up's fallback, then the mixture of its members
     "EDOEBE": lambda: EDOEBE(families=[RandomFourierFeatures(12, seed=2), HilbertGP(12)],
-                             n_warmup=90, n_samples=2, starts=(1.0,), seed=1),
+                             n_warmup=90, n_samples=2, starts=(1.0,), seed=1, recalibrate=False),
+    # the same, recalibrated (the default): scored from the CDF of the mapped mixture
+    "EDOEBE-recalibrated": lambda: EDOEBE(families=[RandomFourierFeatures(12, seed=2),
+                                                    HilbertGP(12)],
+                                          n_warmup=90, n_samples=2, starts=(1.0,), seed=1),
     "BayesianLinearRegression": lambda: linear_model.BayesianLinearRegression(),
 }
 
@@ -386,6 +390,8 @@ def test_progressive_scores_feeds_the_distribution(name):
     ys = [y for _, y in stream]
     if name == "EDOEBE":
         assert isinstance(dists[-1], GaussianMixture) and dists[-1].n_components > 1
+    if name == "EDOEBE-recalibrated":
+        assert isinstance(dists[-1].base, GaussianMixture) and dists[-1].base.n_components > 1
     scores = [calibration.crps(d, y) for d, y in zip(dists, ys, strict=True)]
     assert result["CRPS"] == pytest.approx(np.mean(scores), rel=1e-9)
     assert result["CRPS"] > 0.0

@@ -424,15 +424,23 @@ def test_crps_from_the_cdf_equals_numerical_integration(G, where):
 
 
 def test_crps_from_the_cdf_of_an_unmapped_distribution_is_the_closed_form():
+    # the quadrature of the CDF of an identity map gives the closed form; crps() takes the
+    # closed form itself for it (EDOEBE()'s distribution while its gate is closed)
     F = gaussian(1.0, 4.0)
     same = RecalibratedDistribution(F, [0.0, 1.0], [0.0, 1.0])
     for y in (-30.0, 0.0, 1.0, 2.7, 1e5):
-        assert crps(same, y) == pytest.approx(crps_gaussian(1.0, 2.0, y), rel=1e-12)
+        quadrature = crps_from_cdf(same.cdf, y, same.crps_breaks())
+        assert quadrature == pytest.approx(crps_gaussian(1.0, 2.0, y), rel=1e-12)
+        assert crps(same, y) == crps_gaussian(1.0, 2.0, y)
     mix = GaussianMixture([0.2, 0.5, 0.3], [-3.0, 0.0, 4.0], [0.5, 1.0, 2.0])
-    same = RecalibratedDistribution(mix, [0.0, 1.0], [0.0, 1.0])
+    same = RecalibratedDistribution(mix, [0.0, 0.3, 1.0], [0.0, 0.3, 1.0])
     for y in (-5.0, 0.3, 6.0):
         expected = crps_mixture(mix.weights, mix.means, np.sqrt(mix.variances), y)
-        assert crps(same, y) == pytest.approx(expected, rel=1e-11)
+        quadrature = crps_from_cdf(same.cdf, y, same.crps_breaks())
+        assert quadrature == pytest.approx(expected, rel=1e-11)
+        assert crps(same, y) == crps(mix, y)
+    moved = RecalibratedDistribution(mix, [0.0, 0.3, 1.0], [0.0, 0.4, 1.0])
+    assert crps(moved, 0.3) == crps_from_cdf(moved.cdf, 0.3, moved.crps_breaks())
     from scipy.special import ndtr
     assert crps_from_cdf(ndtr, 0.0, np.linspace(-9, 9, 19)) == pytest.approx(
         crps_gaussian(0.0, 1.0, 0.0), rel=1e-13)
@@ -490,10 +498,12 @@ def test_a_map_that_is_not_strictly_increasing_from_0_to_1_is_refused(ku, kp):
 # ---------------------------------------------------------------------------------------------
 
 
-def test_cli_recalibrate_adds_the_recalibrated_row(tmp_path, capsys):
+def test_cli_recalibrate_adds_the_row_without_the_built_in_recalibration(tmp_path, capsys):
     import json
 
     from river_doebe import cli, datasets
+    from river_doebe.cli.entry import recalibrated_spec
+    from river_doebe.cli.registry import ModelSpec
     from river_doebe.evaluate import progressive_scores
 
     out = tmp_path / "run.json"
@@ -503,18 +513,28 @@ def test_cli_recalibrate_adds_the_recalibrated_row(tmp_path, capsys):
     assert cli.main(argv) == 0
     table = capsys.readouterr().out
     runs = json.loads(out.read_text())["results"]
-    assert [r["key"] for r in runs] == ["doe-linear", "doe-linear-recalibrated"]
-    assert f"{cli.MODELS['doe-linear'].label} recalibrated" in table
-    # the row is the wrapped model's, scored as any model is
+    assert [r["key"] for r in runs] == ["doe-linear", "doe-linear-recalibrate-false"]
+    assert f"{cli.MODELS['doe-linear'].label} recalibrate=False" in table
+    assert "recalibrated online, the default" in table
+    # the rows are the model (recalibrated: the default) and the same without, each scored as
+    # any model is
     settings = {"n_warmup": 100, "n_samples": 1, "starts": (1.0,), "seed": 0}
-    model = Recalibrated(cli.MODELS["doe-linear"].factory(settings))
-    expected = progressive_scores(
-        datasets.Drift(n_samples=400), model,
-        {"cov90": metrics.IntervalCoverage(0.9), "CRPS": metrics.CRPS()}).scores
-    assert runs[1]["scores"]["cov90"] == pytest.approx(expected["cov90"])
-    assert runs[1]["scores"]["CRPS"] == pytest.approx(expected["CRPS"], rel=1e-9)
+    model = cli.MODELS["doe-linear"].factory(settings)
+    assert model.recalibrate
+    for run, make in ((runs[0], model), (runs[1], model.clone({"recalibrate": False}))):
+        expected = progressive_scores(
+            datasets.Drift(n_samples=400), make,
+            {"cov90": metrics.IntervalCoverage(0.9), "CRPS": metrics.CRPS()}).scores
+        assert run["scores"]["cov90"] == pytest.approx(expected["cov90"])
+        assert run["scores"]["CRPS"] == pytest.approx(expected["CRPS"], rel=1e-9)
     with pytest.raises(SystemExit):
         cli.main(["evaluate", "--recalibrate", "--bogus"])
+    # a model that does not recalibrate itself is wrapped
+    plain = ModelSpec("BLR", "river's BLR",
+                      lambda settings: linear_model.BayesianLinearRegression())
+    wrapped = recalibrated_spec(plain)
+    assert wrapped.label == "BLR recalibrated" and wrapped.recalibrates
+    assert isinstance(wrapped.factory(settings), Recalibrated)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -549,7 +569,8 @@ def test_block_path_equals_the_per_sample_loop_bit_for_bit():
     X, Y = [x for x, _ in data], [y for _, y in data]
     # a jump after the warm-up puts the location-scale corrections to work as well
     Y = [y + (40.0 if i >= 300 else 0.0) for i, y in enumerate(Y)]
-    make = lambda: Recalibrated(EDOEBE(n_warmup=100, seed=1, n_samples=2, starts=(1.0,)))  # noqa: E731
+    make = lambda: Recalibrated(EDOEBE(n_warmup=100, seed=1, n_samples=2, starts=(1.0,),  # noqa: E731
+                                       recalibrate=False))
     loop, points, dists, frame = make(), make(), make(), make()
     expected_points, expected_dists = [], []
     for x, y in zip(X[:400], Y[:400], strict=True):
@@ -649,10 +670,12 @@ def test_point_predictions_read_as_arrays_change_no_number(kind):
     Y = [y + (40.0 if i >= 300 else 0.0) for i, (_, y) in enumerate(data)]
 
     def make():
+        # the ensemble's own mixture, which the wrapper recalibrates
         if kind == "edoebe":
-            return EDOEBE(n_warmup=100, seed=1, n_samples=2, starts=(1.0,))
+            return EDOEBE(n_warmup=100, seed=1, n_samples=2, starts=(1.0,), recalibrate=False)
         return EDOEBE(models=[DOBE(Linear(), var_eps=0.5),
-                              DOBE(RandomFourierFeatures(10, seed=2))], rw_variances=(1e-3,))
+                              DOBE(RandomFourierFeatures(10, seed=2))], rw_variances=(1e-3,),
+                      recalibrate=False)
 
     arrays, plain, dists = Recalibrated(make()), Recalibrated(_Hidden(make())), Recalibrated(
         make())

@@ -296,7 +296,16 @@ def test_edoebe_keys_with_their_warm_ups_equal_a_dict_with_distributions():
     expected = reference(edoebe(), keys, X, y, with_dist=True, models=models)
     with KeyedModels(edoebe(), n_shards=2, batch_size=50, log_limit=100) as keyed:
         got = feed(keyed, keys, X, y, 130, with_dist=True)
-        assert [(d.mu, d.sigma) for d in got] == [(d.mu, d.sigma) for d in expected]
+        # EDOEBE() recalibrates (the default): the same map of the same mixture, row by row
+        assert [_recalibrated(d) for d in got] == [_recalibrated(d) for d in expected]
+        assert [(d.mu, d.sigma) for d in got[::25]] == [(d.mu, d.sigma) for d in expected[::25]]
+        # a shard's state holds each key's map: each as the dict's model's, learnt (compared
+        # by value: a model that crossed a pickle pickles its members to other bytes)
+        for k in set(keys):
+            got_recal, own = keyed.model(k).recalibration_, models[k].recalibration_
+            assert got_recal._state.tolist() == own._state.tolist() and got_recal.n_updates_ > 0
+            assert got_recal._ku.tolist() == own._ku.tolist()
+            np.testing.assert_array_equal(keyed.model(k).weights, models[k].weights)
         # a local copy of a key's model is that key's model
         copy = keyed.model(keys[0])
         probe = X[0]
@@ -304,6 +313,16 @@ def test_edoebe_keys_with_their_warm_ups_equal_a_dict_with_distributions():
         assert copy.n_samples_seen == models[keys[0]].n_samples_seen
         # issue 20, 9: five keys on two shards go three and two
         assert sorted(m["n_keys"] for m in keyed.memory()) == [2, 3]
+
+
+def _recalibrated(d):
+    """A recalibrated distribution's map and what it maps (the warm-up's Gaussian, then the
+    mixture), as numbers."""
+    from river_doebe import calibration
+
+    parts = calibration._read(d.base, "test")
+    return (type(d).__name__, type(d.base).__name__, d.knots_u.tolist(), d.knots_p.tolist(),
+            [np.asarray(p).tolist() for p in parts])
 
 
 def test_classifier_and_river_estimators_equal_a_dict():

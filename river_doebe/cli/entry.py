@@ -111,9 +111,13 @@ def build_parser() -> argparse.ArgumentParser:
                        + f" (default: {' '.join(DEFAULT_PEERS)})")
     group.add_argument("--no-peers", action="store_true", help="evaluate the model alone")
     ev.add_argument("--recalibrate", action="store_true",
-                    help="also run the model wrapped in river_doebe.conf.Recalibrated (online "
-                    "recalibration of its predictive distribution, 90%% intervals with a "
-                    "long-run coverage guarantee): the table gains its row")
+                    help="compare the model with and without online recalibration of its "
+                    "predictive distribution: the models of this package recalibrate themselves "
+                    "by default (EDOEBE(recalibrate=True), the algorithm of "
+                    "river_doebe.conf.Recalibrated(..., gate=True): 90%% intervals with a "
+                    "long-run coverage guarantee), and the table gains the row of the same "
+                    "model with recalibrate=False (a model that does not recalibrate itself is "
+                    "run wrapped in river_doebe.conf.Recalibrated)")
     ev.add_argument("--every", type=_positive_int, default=None, metavar="K",
                     help="record the traces every K samples (default: about 200 points)")
     ev.add_argument("--json", type=Path, default=None, metavar="FILE",
@@ -197,6 +201,8 @@ def cmd_list(args: argparse.Namespace, out: TextIO | None = None) -> int:
     print("\nModels (--model):", file=out)
     for key, spec in MODELS.items():
         print(f"  {key:<{width}} {spec.help}", file=out)
+    print("Each recalibrates its predictive distribution online, as EDOEBE() does by default; "
+          "--recalibrate adds its row with recalibrate=False.", file=out)
     print("\nPeers (--peers):", file=out)
     for key, spec in PEERS.items():
         default = "  [default]" if key in DEFAULT_PEERS else ""
@@ -225,8 +231,18 @@ def _load(args):
 
 
 def recalibrated_spec(spec: ModelSpec) -> ModelSpec:
-    """The model of ``spec`` wrapped in :class:`river_doebe.conf.Recalibrated` (its defaults),
-    for ``--recalibrate``."""
+    """The row ``--recalibrate`` adds beside ``spec``'s model: for a model that recalibrates
+    itself (``spec.recalibrates``: this package's, ``EDOEBE(recalibrate=True)`` by default) the
+    same model without its recalibration (``recalibrate=False``), so that the table compares the
+    two; any other model wrapped in :class:`river_doebe.conf.Recalibrated` (its defaults)."""
+    if spec.recalibrates:
+
+        def without(settings):
+            return spec.factory(settings).clone({"recalibrate": False})
+
+        return ModelSpec(f"{spec.label} recalibrate=False",
+                         f"{spec.help}, without its online recalibration (recalibrate=False)",
+                         without, has_dist=True, warms_up=spec.warms_up)
 
     def make(settings):
         from river_doebe.conf import Recalibrated
@@ -235,7 +251,7 @@ def recalibrated_spec(spec: ModelSpec) -> ModelSpec:
 
     return ModelSpec(f"{spec.label} recalibrated",
                      f"{spec.help}, recalibrated online (river_doebe.conf.Recalibrated)", make,
-                     has_dist=True, warms_up=spec.warms_up)
+                     has_dist=True, warms_up=spec.warms_up, recalibrates=True)
 
 
 def fit_warmup(
@@ -298,12 +314,14 @@ def cmd_evaluate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
 
     entries = [(args.model, spec, True)] + [(k, PEERS[k], False) for k in peers]
     if args.recalibrate:
-        entries.insert(1, (f"{args.model}-recalibrated", recalibrated_spec(spec), False))
+        suffix = "recalibrate-false" if spec.recalibrates else "recalibrated"
+        entries.insert(1, (f"{args.model}-{suffix}", recalibrated_spec(spec), False))
     n_features = getattr(dataset, "n_features", None)
     print(
         f"{PROG} evaluate: stream {stream!r} ({n} samples, {n_features} features); "
         f"model {spec.label} (n_warmup={settings['n_warmup']}, n_samples="
-        f"{settings['n_samples']}, starts={settings['starts']}, seed={settings['seed']})"
+        f"{settings['n_samples']}, starts={settings['starts']}, seed={settings['seed']}"
+        + ("; recalibrated online, the default" if spec.recalibrates else "") + ")"
         + (f"; peers: {', '.join(PEERS[k].label for k in peers)}" if peers else "")
         + warmup_note,
         flush=True,
@@ -330,7 +348,8 @@ def cmd_evaluate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     print(format_table(runs))
     print(
         f"\nnMSE: MSE / Var(y) over all {n} samples; PLL: mean log predictive density of y "
-        "(an ensemble's: its mixture; y as given, not standardised; '-' for models without a "
+        "(an ensemble's: its mixture, recalibrated where the model recalibrates it; y as given, "
+        "not standardised; '-' for models without a "
         "distribution); cov90 / cov50: share of y inside the central 90% / 50% interval of the "
         "predictive (calibrated: 90% / 50%); CRPS: continuous ranked probability score, in y's "
         "units (lower is better). Every sample "

@@ -54,6 +54,10 @@ class ModelSpec:
     estimator
         For a river peer: river's estimator, by class name (with the parameter that differs from
         its default), the name the benchmarks report it under.
+    recalibrates
+        Whether the model recalibrates its predictive distribution online itself (this
+        package's E-DOEBE models: ``EDOEBE(recalibrate=True)`` is the default); ``--recalibrate``
+        then adds the same model with ``recalibrate=False``.
 
     """
 
@@ -63,6 +67,7 @@ class ModelSpec:
     has_dist: bool = True
     warms_up: bool = False
     estimator: str = ""
+    recalibrates: bool = False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -105,29 +110,30 @@ def _model_registry() -> dict[str, ModelSpec]:
     models = {
         "edoebe": ModelSpec(
             "E-DOEBE", "E-DOEBE: static and dynamic twins of additive HSGP, RFF and RBF members, "
-            "switching weights (paper Exp. 3)", _edoebe, warms_up=True,
+            "switching weights (paper Exp. 3), recalibrated online (EDOEBE())", _edoebe,
+            warms_up=True, recalibrates=True,
         ),
         "edoebe-stacking": ModelSpec(
             "E-DOEBE stacking", "E-DOEBE's members weighted by online stacking of their "
-            "predictive densities (weighting='stacking', delta=0)", _edoebe_stacking,
-            warms_up=True,
+            "predictive densities (weighting='stacking', delta=0), recalibrated online",
+            _edoebe_stacking, warms_up=True, recalibrates=True,
         ),
     }
     for fam in FAMILIES.values():
         models[f"doe-{fam.name}"] = ModelSpec(
             f"DOE-{fam.tag}", f"DOEBE of dynamic {fam.description} members",
-            _family(fam.name, "doe"), warms_up=True,
+            _family(fam.name, "doe"), warms_up=True, recalibrates=True,
         )
         models[f"oe-{fam.name}"] = ModelSpec(
             f"OE-{fam.tag}", f"DOEBE of static {fam.description} members",
-            _family(fam.name, "oe"), warms_up=True,
+            _family(fam.name, "oe"), warms_up=True, recalibrates=True,
         )
     # a single learner only for the families of EDOEBE(): the kernel families, whose length
     # scales make one empirical-Bayes mode a model of its own
     for fam in (FAMILIES[name] for name in DEFAULT_FAMILIES):
         models[f"dobe-{fam.name}"] = ModelSpec(
             f"DOBE-{fam.tag}", f"one dynamic {fam.description} learner (empirical-Bayes mode)",
-            _family(fam.name, "dobe"), warms_up=True,
+            _family(fam.name, "dobe"), warms_up=True, recalibrates=True,
         )
     return models
 

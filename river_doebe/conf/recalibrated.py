@@ -350,7 +350,7 @@ class Recalibrated(base.Wrapper, base.Regressor):
     def _unit_test_params(cls):
         from river import linear_model, preprocessing
 
-        from river_doebe import DOBE
+        from river_doebe.learner import DOBE
 
         yield {"regressor": preprocessing.StandardScaler()
                | linear_model.BayesianLinearRegression()}
@@ -430,17 +430,22 @@ class Recalibrated(base.Wrapper, base.Regressor):
         # learn_one reuses this prediction if it is asked for the same features
         self._memo = (dict(x), dist)
         if with_interval:
-            if self._is_point_mass(dist):
-                return Interval(float(dist.mu), float(dist.mu))
-            alpha = self.alpha_
-            if alpha <= 0.0:
-                return Interval(-math.inf, math.inf)
-            if alpha >= 1.0:
-                return Interval(math.inf, -math.inf)  # empty
-            return self._conformal(dist).interval(self.confidence_level)
+            return self._interval(dist)
         if with_dist:
             return self._recalibrate(dist)
         return float(dist.mu)
+
+    def _interval(self, dist) -> Interval:
+        """The adaptive conformal interval at ``confidence_level`` from the wrapped predictive
+        ``dist``: the whole line while ``alpha_ <= 0``, empty while ``alpha_ >= 1``."""
+        if self._is_point_mass(dist):
+            return Interval(float(dist.mu), float(dist.mu))
+        alpha = self.alpha_
+        if alpha <= 0.0:
+            return Interval(-math.inf, math.inf)
+        if alpha >= 1.0:
+            return Interval(math.inf, -math.inf)  # empty
+        return self._conformal(dist).interval(self.confidence_level)
 
     def learn_one(self, x, y, **kwargs):
         if isinstance(y, bool) or not isinstance(y, numbers.Real) or not math.isfinite(y):
