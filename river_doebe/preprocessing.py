@@ -22,6 +22,14 @@ from river_doebe.metrics import _log_density
 __all__ = ["TargetStandardScaler"]
 
 
+def _recalibrated_type() -> Any:
+    """The recalibrated distribution's class (imported when first needed: it loads river's
+    ``proba`` helpers of the ``conf`` module)."""
+    from river_doebe.conf.distribution import RecalibratedDistribution
+
+    return RecalibratedDistribution
+
+
 class TargetStandardScaler(base.Wrapper, base.Regressor):
     """Standardises the target for a regressor, and maps its predictions and predictive
     distributions back to the target's units.
@@ -40,7 +48,10 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
 
     - a ``river.proba.Gaussian`` ``N(mu, sigma^2)`` becomes ``N(mu * s + m, (s * sigma)^2)``;
     - a :class:`river_doebe.distributions.GaussianMixture` (the ensembles' predictive) keeps its
-      weights, each component is mapped so, and so are its ``mu`` and ``sigma``.
+      weights, each component is mapped so, and so are its ``mu`` and ``sigma``;
+    - a :class:`river_doebe.conf.RecalibratedDistribution` (``EDOEBE()``'s predictive) keeps
+      its map of the levels, and its base distribution is mapped so (with the point prediction
+      it carries).
 
     The returned distribution's ``mu`` is therefore ``predict_one(x)``, to the last bit, for
     models whose distribution's ``mu`` is their point prediction (this package's models).
@@ -57,7 +68,8 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
     regressor
         The regressor to train on the standardised target, e.g. a :class:`river_doebe.DOBE`, an
         ensemble, or a pipeline that ends in one. For ``with_dist=True`` its ``predict_one`` must
-        accept ``with_dist`` and return a ``river.proba.Gaussian`` or a ``GaussianMixture``.
+        accept ``with_dist`` and return a ``river.proba.Gaussian``, a ``GaussianMixture`` or a
+        ``RecalibratedDistribution`` of either.
 
     Attributes
     ----------
@@ -173,12 +185,25 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
     def predict_one(self, x: dict, with_dist: bool = False, **kwargs: Any
                     ) -> float | proba.base.ContinuousDistribution:
         """The prediction for ``x`` in the target's units: the wrapped model's prediction mapped
-        back, or with ``with_dist=True`` its predictive distribution mapped back (a
-        ``river.proba.Gaussian`` or a ``GaussianMixture``)."""
+        back, or with ``with_dist=True`` its predictive distribution mapped back (of the wrapped
+        model's kind)."""
         s, m = self._scale_shift()
         if not with_dist:
             return self.regressor.predict_one(x, **kwargs) * s + m
         dist = self._standardised_dist(x, **kwargs)
+        if isinstance(dist, _recalibrated_type()):
+            # a map of the CDF's levels commutes with a change of the target's units: the map
+            # stays, its base moves (and the point prediction it carries with it)
+            out = type(dist)._unchecked(self._back(dist.base, s, m), dist.knots_u, dist.knots_p)
+            point = getattr(dist, "point", None)
+            if point is not None:
+                out.point = point * s + m
+            return out
+        return self._back(dist, s, m)
+
+    @staticmethod
+    def _back(dist: Any, s: float, m: float) -> Any:
+        """A Gaussian or a mixture in standardised units, in the target's."""
         if s > 0.0:
             return affine(dist, s, m)
         # no scale yet: the wrapped model's spread on a unit scale, its mean moved to the point
@@ -191,7 +216,7 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
             )
         return gaussian(centre, dist.sigma * dist.sigma)
 
-    def _standardised_dist(self, x: dict, **kwargs: Any) -> proba.Gaussian | GaussianMixture:
+    def _standardised_dist(self, x: dict, **kwargs: Any) -> Any:
         dist: Any
         try:
             # (a river regressor need not take with_dist: the answer is checked below)
@@ -200,7 +225,7 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
             if "with_dist" not in str(err):
                 raise
             dist = err  # river 0.22's pipeline hands `with_dist` on to a last step without it
-        if not isinstance(dist, proba.Gaussian | GaussianMixture):
+        if not isinstance(dist, proba.Gaussian | GaussianMixture | _recalibrated_type()):
             # a pipeline drops `with_dist` for a final step that does not take it, and returns
             # that step's number
             raise TypeError(

@@ -360,10 +360,40 @@ def test_from_batch_recalibrates_the_rows_after_its_window():
     assert math.isfinite(model.predict_one(x, with_dist=True).cdf(model.predict_one(x)))
 
 
-def test_wrapping_a_model_that_recalibrates_itself_fails_at_its_first_distribution():
-    X, Y = _data(n=5)
-    model = Recalibrated(EDOEBE(**_params("explicit-members")))
-    model.learn_one(X[0], Y[0])
-    with pytest.raises(TypeError, match="RecalibratedDistribution"):
-        model.predict_one(X[1], with_dist=True).cdf(0.0)
+def test_a_model_that_recalibrates_itself_is_not_wrapped_again():
+    from river import preprocessing
 
+    from river_doebe.preprocessing import TargetStandardScaler
+
+    for model in (EDOEBE(), preprocessing.StandardScaler() | EDOEBE(),
+                  TargetStandardScaler(EDOEBE())):
+        with pytest.raises(ValueError, match="recalibrate=False"):
+            Recalibrated(model)
+    Recalibrated(EDOEBE(recalibrate=False))  # the ensemble's own mixture: wrapped
+
+
+def test_the_target_scaler_maps_the_recalibrated_distribution_to_the_targets_units():
+    from river import stats
+
+    from river_doebe.preprocessing import TargetStandardScaler
+
+    scaled = TargetStandardScaler(EDOEBE(**_params("warm-up")))
+    inner = EDOEBE(**_params("warm-up"))
+    var = stats.Var()
+    X, Y = _data()
+    for x, y in zip(X, Y, strict=True):
+        dist = scaled.predict_one(x, with_dist=True)
+        s = var.get() ** 0.5
+        if s > 0 and inner.is_warm:
+            m = var.mean.get()
+            own = inner.predict_one(x, with_dist=True)
+            assert type(dist) is type(own) is RecalibratedDistribution
+            for q in (-1.0, 0.3, 2.0):
+                assert math.isclose(dist.cdf(q * s + m), own.cdf(q), rel_tol=1e-9,
+                                    abs_tol=1e-12)
+            assert dist.point == scaled.predict_one(x)
+        var.update(y)
+        scaled.learn_one(x, y)
+        s = var.get() ** 0.5
+        inner.learn_one(x, (y - var.mean.get()) / s if s > 0 else 0.0)
+    assert scaled.regressor.recalibration_.n_updates_ > 0

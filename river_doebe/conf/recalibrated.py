@@ -33,6 +33,21 @@ def _check_level(name: str, value) -> float:
     return float(value)
 
 
+def _recalibrates_itself(model, depth: int = 0) -> bool:
+    """Whether ``model``, the last step of a pipeline or the regressor of a wrapper it is
+    recalibrates its own predictive (an ``EDOEBE(recalibrate=True)``): its distribution is not
+    one this wrapper can map."""
+    if depth > 8:
+        return False
+    if getattr(model, "recalibration_", None) is not None:
+        return True
+    steps = getattr(model, "steps", None)
+    if isinstance(steps, dict) and steps:
+        return _recalibrates_itself(list(steps.values())[-1], depth + 1)
+    inner = getattr(model, "regressor", None)
+    return inner is not None and _recalibrates_itself(inner, depth + 1)
+
+
 class Recalibrated(base.Wrapper, base.Regressor):
     """Recalibrate a regressor's predictive distribution online, with a coverage guarantee.
 
@@ -219,6 +234,11 @@ class Recalibrated(base.Wrapper, base.Regressor):
         _check_level("level_step", level_step)
         if not (hasattr(regressor, "predict_one") and hasattr(regressor, "learn_one")):
             raise TypeError(f"regressor must be a river regressor, got {regressor!r}")
+        if _recalibrates_itself(regressor):
+            raise ValueError(
+                f"{type(regressor).__name__} recalibrates its predictive distribution itself "
+                "(EDOEBE() does by default): wrap EDOEBE(recalibrate=False) instead"
+            )
         if isinstance(levels, str | bytes) or not hasattr(levels, "__iter__") or any(
                 isinstance(p, bool) or not isinstance(p, numbers.Real) for p in levels):
             raise ValueError(f"levels must be a sequence of numbers, got {levels!r}")
