@@ -685,11 +685,17 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         self._memo = None
         seen = self.n_samples_seen
         targets = np.asarray(ys, dtype=np.float64)
-        # (a row the members refuse raises here: the rows of the block before it are learnt by
-        # the members, not by the map, whose predictives the engine does not hand back then)
         model = self._model
         assert model is not None  # (the engine's: a block runs after the warm-up)
-        means, variances, (log_prior, c_means, c_vars) = model.learn_block(Z, targets, True)
+        try:
+            rows = model.learn_block(Z, targets, True)
+        except FilterError as err:
+            # a row the members refuse: the rows before it were learnt, and so the map learns
+            # them too, as row by row (the refused row changes nothing)
+            for t in range(err.learnt[0].shape[0]):
+                self._map_learns(err.learnt, t, float(targets[t]), seen)
+            raise
+        means, variances, (log_prior, c_means, c_vars) = rows
         out: list = []
         # each row's mixture, made before the row was learnt, is mapped, then learnt, in order
         for t, (mean, var, target) in enumerate(zip(means.tolist(), variances.tolist(),
@@ -702,10 +708,19 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
                     out.append(_with_point(recal._recalibrate(dist), dist))
                 else:
                     out.append(mean)
-            if seen + t > 0:
-                recal._update_arrays((mean, var, np.exp(log_prior[t]), c_means[t], c_vars[t],
-                                      1.0, 0.0), target)
+            self._map_learns(rows, t, target, seen)
         return out if want else None
+
+    def _map_learns(self, rows: tuple, t: int, target: float, seen: int) -> None:
+        """The map learns row ``t`` of a block's outputs ``rows`` (what the engine's
+        ``learn_block`` returns) with its target, unless it is the model's first sample (the
+        block started after ``seen`` samples)."""
+        recal = self._recal
+        assert recal is not None  # (a model that recalibrates)
+        if seen + t > 0:
+            means, variances, (log_prior, c_means, c_vars) = rows
+            recal._update_arrays((float(means[t]), float(variances[t]), np.exp(log_prior[t]),
+                                  c_means[t], c_vars[t], 1.0, 0.0), target)
 
     def predict_one(self, x: dict, with_dist: bool = False, with_interval: bool = False):
         """The prediction for ``x``: the predictive mean; with ``with_dist=True`` the

@@ -397,3 +397,28 @@ def test_the_target_scaler_maps_the_recalibrated_distribution_to_the_targets_uni
         s = var.get() ** 0.5
         inner.learn_one(x, (y - var.mean.get()) / s if s > 0 else 0.0)
     assert scaled.regressor.recalibration_.n_updates_ > 0
+
+
+def test_a_row_refused_in_a_block_leaves_the_map_as_the_rows_before_it_row_by_row():
+    from river_doebe.basis import AdditivePolynomial
+
+    X, Y = _data(n=90)
+    X = [dict(x) for x in X]
+    X[60] = {k: (1e154 if k == 0 else 0.0) for k in X[60]}  # finite, but its cube is not
+
+    def make():
+        return EDOEBE(models=[DOBE(AdditivePolynomial(3), var_eps=0.5),
+                              DOBE(Linear(), var_eps=0.5)], rw_variances=(1e-3,))
+
+    one, many = make(), make()
+    for x, y in zip(X[:60], Y[:60], strict=True):
+        one.predict_one(x, with_dist=True)
+        one.learn_one(x, y)
+    with pytest.raises(FilterError):
+        one.learn_one(X[60], Y[60])
+    many.learn_one(X[0], Y[0])
+    with pytest.raises(FilterError, match="row 59"):
+        many.predict_learn_many(X[1:90], Y[1:90], with_dist=True)
+    assert one.n_samples_seen == many.n_samples_seen == 60
+    assert _state(one.recalibration_) == _state(many.recalibration_)
+    assert one.recalibration_.n_updates_ == 59

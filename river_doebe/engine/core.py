@@ -46,6 +46,18 @@ _LOG_ONE = np.zeros(1)
 _LOG_ONE.flags.writeable = False
 
 
+def _joined(parts: list) -> tuple:
+    """The outputs of :meth:`Engine.learn_block` over consecutive parts of a block, as one."""
+    if len(parts) == 1:
+        return parts[0]
+    a, b = (np.concatenate([p[i] for p in parts]) for i in (0, 1))
+    extras = [p[2] for p in parts if p[2] is not None]
+    if not extras:
+        return a, b, None
+    prior, means, variances = (np.concatenate([e[i] for e in extras]) for i in range(3))
+    return a, b, (prior, means, variances)
+
+
 class Engine:
     """``M`` Bayesian basis-expansion learners filtered together, optionally weighted and switched.
 
@@ -426,17 +438,15 @@ class Engine:
         parts, done = [], 0
         while done < B:  # (more than one part only while the pace probes: see Pace.split)
             n = self._block_pace.split(self.work, self.M, B - done)
-            parts.append(self._learn_rows(Z[done:done + n], Y[done:done + n], keep_weights, done))
+            try:
+                parts.append(self._learn_rows(Z[done:done + n], Y[done:done + n],
+                                              keep_weights, done))
+            except FilterError as err:
+                err.learnt = _joined([*parts, err.learnt])
+                raise
             done += n
         self._bury()  # (after the parts: a member buried later changes no number)
-        if len(parts) == 1:
-            return parts[0]
-        a, b = (np.concatenate([p[i] for p in parts]) for i in (0, 1))
-        extras = [p[2] for p in parts if p[2] is not None]
-        if not extras:
-            return a, b, None
-        prior, means, variances = (np.concatenate([e[i] for e in extras]) for i in range(3))
-        return a, b, (prior, means, variances)
+        return _joined(parts)
 
     def _learn_rows(
         self, Z: np.ndarray, Y: np.ndarray, keep_weights: bool, offset: int
@@ -458,13 +468,17 @@ class Engine:
             k = int(np.flatnonzero(bad == t_bad)[0])
             self.state = saved
             self._cache_z = None
-            if t_bad:
-                self.learn_block(Z[:t_bad], Y[:t_bad])  # exact: none of them was refused
+            # the rows before it, learnt again (exact: none of them was refused), and their
+            # predictions, which the error carries (``learnt``, as this method returns them)
+            learnt = (self.learn_block(Z[:t_bad], Y[:t_bad], keep_weights) if t_bad
+                      else (np.empty(0), np.empty(0),
+                            tuple(np.empty((0, M)) for _ in range(3)) if keep_weights else None))
             err = FilterError(
                 f"row {offset + t_bad} of the block cannot be learnt safely: member "
                 f"{int(self.live[k])} ({type(self.stack[k].basis).__name__}) refuses it"
             )
             err.rows_learnt = offset + t_bad
+            err.learnt = learnt
             raise err
         a, b = np.empty(B), np.empty(B)
         prior = np.empty((B if keep_weights else 0, M))

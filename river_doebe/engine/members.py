@@ -45,6 +45,9 @@ class FilterError(ValueError):
     #: set by a block path (:meth:`~river_doebe.engine.Engine.learn_block`) only: how many rows
     #: of the block, those before the refused one, were learnt
     rows_learnt: int
+    #: with it: what :meth:`~river_doebe.engine.Engine.learn_block` returns for those rows (their
+    #: one-step-ahead predictions, made before each was learnt)
+    learnt: tuple
 
 
 def edoebe_transition(n_members: int, n_levels: int, delta: float) -> np.ndarray:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from river_doebe.engine.members import FilterError
 from river_doebe.warmup import fallback
 from river_doebe.warmup.fallback import CONSTANT
 
@@ -316,7 +317,16 @@ class StandardisedModel:
         Z = scaler.x_learning(Z)
         if not self.regression:
             return self.model.learn_block(Z, targets, keep)
-        a, b, extra = self.model.learn_block(Z, scaler.y(targets), keep)
+        try:
+            return self._in_units(self.model.learn_block(Z, scaler.y(targets), keep))
+        except FilterError as err:
+            err.learnt = self._in_units(err.learnt)  # (the rows learnt before the refused one)
+            raise
+
+    def _in_units(self, out: tuple) -> tuple:
+        """A regressor's block outputs in the target's units."""
+        a, b, extra = out
+        scaler = self.scaler
         if extra is not None:
             log_prior, means, variances = extra
             extra = (log_prior, *scaler.y_back(means, variances))
