@@ -87,7 +87,7 @@ def replay_pair(engine, phis, ys, named: bool) -> float:
     status, loglik, order, src = engine.status, engine.loglik, engine.order, engine.src
     start = time.perf_counter()
     for phi, y in zip(phis, ys, strict=True):
-        if predict_stack(order, phi, src, p, s, V, E, mean, var, status):
+        if predict_stack(order, phi, src, p, s, V, E, mean, var, status, None):
             raise RuntimeError("a member refused a replayed sample")
         if gaussian_update(p, s, V, mean, var, y, loglik):
             raise RuntimeError("a member refused a replayed target")

@@ -30,6 +30,7 @@ from river_doebe.basis import (
     RBFNetwork,
 )
 from river_doebe.engine import Engine, FilterError, Member
+from river_doebe.kernels import gaussian
 
 
 def _psd(S, rel=1e-12):
@@ -132,6 +133,36 @@ def test_a_dynamic_covariance_broken_by_rounding_is_repaired():
     assert _psd(engine.Sigma[0])
     engine.learn(np.array([0.0, 1.0]), 0.3)
     assert _psd(engine.Sigma[0])
+
+
+def _broken_engine(n_members=3):
+    """Dynamic members, the middle one's covariance broken as if by rounding."""
+    engine = Engine([Member(Linear(bias=False), 1.0, 0.01, 1e-3) for _ in range(n_members)])
+    engine.setup(2)
+    engine.state.C[1, :2, :2] = [[1.0, 0.0], [0.0, -0.5]]
+    return engine
+
+
+def test_a_block_repairs_a_broken_covariance_as_the_rows_one_by_one_do():
+    """The block path stops a member whose covariance needs the repair and runs its rows again
+    with it (the repair is compiled on its first use): the same numbers as the rows one by
+    one, for the member repaired mid-block and for the others."""
+    rng = np.random.default_rng(0)
+    Z = np.vstack([[0.0, 1.0], rng.normal(size=(5, 2))])
+    Z = np.vstack([Z[1:3], Z[:1], Z[3:]])  # the broken direction at row 2
+    Y = rng.normal(size=len(Z))
+    one, block = _broken_engine(), _broken_engine()
+    expected = []
+    for z, y in zip(Z, Y, strict=True):
+        expected.append(one.predict(z))
+        one.learn(z, y)
+    a, b, _ = block.learn_block(Z, Y)
+    assert np.array_equal(a, [m for m, _ in expected])
+    assert np.array_equal(b, [v for _, v in expected])
+    assert np.array_equal(block.Sigma, one.Sigma) and np.array_equal(block.mu, one.mu)
+    assert block.log_evidence == one.log_evidence and _psd(block.Sigma[1])
+    # the block ran the member again with the repair (the kernel's variant with repair=True)
+    assert any(str(sig[-1]) == "bool" for sig in gaussian.gaussian_block.signatures)
 
 
 def test_a_random_walk_below_the_rounding_of_the_covariance_is_refused():

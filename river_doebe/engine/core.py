@@ -16,6 +16,7 @@ from river_doebe.engine.threads import Pace, balanced_order
 from river_doebe.engine.weighting import Weighting
 from river_doebe.kernels.gaussian import gaussian_block, gaussian_block_parallel, gaussian_update
 from river_doebe.kernels.stack import (
+    NEEDS_REPAIR,
     Params,
     State,
     flush_stack,
@@ -265,12 +266,19 @@ class Engine:
         self._featurize(z[None, :], self.Phi[:, None, :], parallel)
         sweep = predict_stack_parallel if parallel else predict_stack
         if sweep(self.order, self.Phi, self.src, self._kernel_params, self._kernel_state, self.V,
-                 self.E, self.mean, self.var, self.status):
-            k = int(np.flatnonzero(self.status)[0])
-            raise FilterError(
-                f"member {int(self.live[k])} ({type(self.stack[k].basis).__name__}) cannot "
-                f"predict this sample: {_REFUSALS[int(self.status[k])]}"
-            )
+                 self.E, self.mean, self.var, self.status, None):
+            need = np.flatnonzero(self.status == NEEDS_REPAIR)
+            if need.size:
+                # their step again, with the covariance repair (compiled on the first repair of
+                # the process: see river_doebe.kernels.stack.predict_member)
+                predict_stack(need, self.Phi, self.src, self._kernel_params, self._kernel_state,
+                              self.V, self.E, self.mean, self.var, self.status, True)
+            if self.status.any():
+                k = int(np.flatnonzero(self.status)[0])
+                raise FilterError(
+                    f"member {int(self.live[k])} ({type(self.stack[k].basis).__name__}) cannot "
+                    f"predict this sample: {_REFUSALS[int(self.status[k])]}"
+                )
         self._predict_extra()
         self._cache_z = key
 
@@ -486,28 +494,50 @@ class Engine:
             self.log_w, self.new_log_w, self.log_prior, self.transition is not None,
             *(self.transition if self.transition is not None else _NO_TRANSITION),
             self.log_floor, self.log_rate, self.log_keep, self.share_keep, self.share_each,
-            out[0], out[1], self._block_logits(out), out[-2],
-            self._classifies, a, b, prior, self.log_evidence,
+            out[0], out[1], self._block_logits(out), out[-2], a, b, prior, self.log_evidence,
         )
         self.n_updates += B
         self._cache_z = None
         return a, b, ((prior, out[0], out[1]) if keep_weights else None)
 
-    _classifies = False
-
     def _member_pass(self, Phi3: np.ndarray, Y: np.ndarray,
                      parallel: bool) -> tuple[np.ndarray, ...]:
-        M, B = self.M, Phi3.shape[1]
-        mean, var, loglik = np.empty((B, M)), np.empty((B, M)), np.empty((B, M))
-        bad = np.empty(M, dtype=np.int64)
-        self._block_kernel(parallel)(
-            self.order, Phi3, self.src, np.asarray(Y, dtype=np.float64), self._kernel_params,
-            self._kernel_state, self.V, self.E, mean, var, loglik, bad,
-        )
-        return mean, var, loglik, bad
+        """The block kernel over every member: the outputs of :meth:`_block_outputs` and each
+        member's first row refused (-1: none), its status in ``self.status``."""
+        B = Phi3.shape[1]
+        Y = self._block_targets(Y)
+        outs = self._block_outputs(B)
+        bad = np.empty(self.M, dtype=np.int64)
+        self._run_block(self._block_kernel(parallel), self.order, Phi3, Y, outs, bad, None)
+        for k in np.flatnonzero(self.status == NEEDS_REPAIR).tolist():
+            # member k stopped at row t for a covariance repair: its rows from t again, with the
+            # repair (compiled on the first repair of the process; row t's owed update is applied
+            # already, so the rows run as they would have: predict_member)
+            t = int(bad[k])
+            self._run_block(self._block_kernel(False), np.array([k], dtype=np.int64),
+                            np.ascontiguousarray(Phi3[:, t:]), Y[t:], tuple(o[t:] for o in outs),
+                            bad, True)
+            if bad[k] >= 0:
+                bad[k] += t
+        return (*outs, bad)
 
-    def _block_logits(self, out: tuple[np.ndarray, ...]) -> np.ndarray:
-        return _NO_LOGITS
+    def _block_targets(self, Y: np.ndarray) -> np.ndarray:
+        return np.asarray(Y, dtype=np.float64)
+
+    def _block_outputs(self, B: int) -> tuple[np.ndarray, ...]:
+        """The block kernel's per-row outputs: ``(mean, var, loglik)``, each ``(B, M)``."""
+        M = self.M
+        return np.empty((B, M)), np.empty((B, M)), np.empty((B, M))
+
+    def _run_block(self, kernel: Callable[..., Any], order: np.ndarray, Phi3: np.ndarray,
+                   Y: np.ndarray, outs: tuple[np.ndarray, ...], bad: np.ndarray,
+                   repair: bool | None) -> None:
+        kernel(order, Phi3, self.src, Y, self._kernel_params, self._kernel_state, self.V, self.E,
+               *outs, bad, self.status, repair)
+
+    def _block_logits(self, out: tuple[np.ndarray, ...]) -> np.ndarray | None:
+        """The members' logits of a block (a regressor has none)."""
+        return None
 
     # ------------------------------------------------------------------ growth
     @property
@@ -690,5 +720,3 @@ def _unpack_covariances(packed: tuple[str, int, np.ndarray], static: np.ndarray)
 _NO_TRANSITION: tuple[np.ndarray, np.ndarray, np.ndarray] = (
     np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
 )
-_NO_LOGITS = np.zeros((0, 0))
-

@@ -95,22 +95,22 @@ class LogisticEngine(Engine):
         self.logit *= -1.0
 
     # ------------------------------------------------------------------ blocks
-    _classifies = True
-
     def _block_kernel(self, parallel: bool) -> Callable[..., Any]:
         return logistic_block_parallel if parallel else logistic_block
 
-    def _member_pass(self, Phi3: np.ndarray, Y: np.ndarray,
-                     parallel: bool) -> tuple[np.ndarray, ...]:
-        M, B = self.M, Phi3.shape[1]
-        mean, var = np.empty((B, M)), np.empty((B, M))
-        logit, loglik = np.empty((B, M)), np.empty((B, M))
-        bad = np.empty(M, dtype=np.int64)
-        self._block_kernel(parallel)(
-            self.order, Phi3, self.src, np.asarray(Y, dtype=np.int64), self._kernel_params,
-            self._kernel_state, self.V, self.E, mean, var, logit, loglik, bad, self.update == "ipl",
-        )
-        return mean, var, logit, loglik, bad
+    def _block_targets(self, Y: np.ndarray) -> np.ndarray:
+        return np.asarray(Y, dtype=np.int64)
+
+    def _block_outputs(self, B: int) -> tuple[np.ndarray, ...]:
+        """``(mean, var, logit, loglik)``, each ``(B, M)``."""
+        M = self.M
+        return np.empty((B, M)), np.empty((B, M)), np.empty((B, M)), np.empty((B, M))
+
+    def _run_block(self, kernel: Callable[..., Any], order: np.ndarray, Phi3: np.ndarray,
+                   Y: np.ndarray, outs: tuple[np.ndarray, ...], bad: np.ndarray,
+                   repair: bool | None) -> None:
+        kernel(order, Phi3, self.src, Y, self._kernel_params, self._kernel_state, self.V, self.E,
+               *outs, bad, self.status, self.update == "ipl", repair)
 
     def _block_logits(self, out: tuple[np.ndarray, ...]) -> np.ndarray:
         return out[2]

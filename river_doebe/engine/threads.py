@@ -214,9 +214,12 @@ def _parallel_sweep_cached() -> bool:
         cached = bool(twin.signatures)
         if not cached and serial.signatures:
             # (Numba's own first step of a compile: its on-disk cache, looked up, not used)
+            # (the signatures of the stream: a repair runs the serial kernel with repair=True,
+            # a variant no twin ever needs)
+            stream = [sig for sig in serial.signatures if str(sig[-1]) == "none"]
             try:
-                cached = all(twin._cache.load_overload(sig, twin.targetctx) is not None
-                             for sig in serial.signatures)
+                cached = bool(stream) and all(
+                    twin._cache.load_overload(sig, twin.targetctx) is not None for sig in stream)
             except Exception:  # a Numba without this cache interface: as if not cached
                 cached = False
         _twins_cached[0] = cached

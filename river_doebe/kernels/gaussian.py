@@ -13,7 +13,7 @@ import math
 
 import numba
 
-from river_doebe.kernels.jit import stack_kernel
+from river_doebe.kernels.jit import kernel, stack_kernel
 from river_doebe.kernels.stack import (
     Params,
     State,
@@ -28,7 +28,7 @@ __all__ = ["LOG_2PI", "gaussian_block", "gaussian_block_parallel", "gaussian_upd
 LOG_2PI = math.log(2.0 * math.pi)
 
 
-@numba.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _can_learn(f, is_static, mu, v, mean, var, var_theta, var_eps, y):
     """Whether the member's residual, gain and mean step for ``y`` stay finite."""
     r = y - mean
@@ -38,7 +38,7 @@ def _can_learn(f, is_static, mu, v, mean, var, var_theta, var_eps, y):
     return step_is_finite(f, is_static, mu, v, var - var_eps, var_theta, g)
 
 
-@numba.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _learn(f, is_static, mu, v, mean, var, var_eps, y, alpha0, pg, m):
     """Record member ``m``'s update for ``y``; return its log-likelihood ``log N(y; mean, var)``."""
     r = y - mean
@@ -46,7 +46,7 @@ def _learn(f, is_static, mu, v, mean, var, var_eps, y, alpha0, pg, m):
     return -0.5 * (LOG_2PI + math.log(var) + r * r / var)
 
 
-@numba.njit(cache=True)
+@kernel()
 def gaussian_update(params, state, V, mean, var, y, loglik):
     """Fold ``y`` into every member (``params``, ``state``: plain tuples of the fields of
     :class:`~river_doebe.kernels.stack.Params` and :class:`~river_doebe.kernels.stack.State`)
@@ -75,44 +75,53 @@ def gaussian_update(params, state, V, mean, var, y, loglik):
 
 # not inlined, as predict_member (Numba loses the writes through a record's arrays when they
 # are inlined into a parallel loop)
-@numba.njit(cache=True)
-def _member_rows(m, Phi3, src, Y, p, s, V, E, mean_out, var_out, loglik_out):
+@kernel(no_cpython_wrapper=True)
+def _member_rows(m, Phi3, src, Y, p, s, V, E, mean_out, var_out, loglik_out, status, repair):
     """Member ``m`` through every row of a block, as the per-sample steps would take it; returns
-    the first row it cannot take (its status says why), or -1."""
+    the first row it cannot take, or -1, and writes ``status[m]``: 0, the predict step's status
+    (2, 3 or, without ``repair``, :data:`~river_doebe.kernels.stack.NEEDS_REPAIR`: see
+    :func:`~river_doebe.kernels.stack.predict_member`), or 1 (the update would not be finite)."""
     f = p.F[m]
     is_static = p.static[m]
     mu = s.mu
     for t in range(Y.shape[0]):
         mean, var = mean_out[t], var_out[t]
-        if predict_member(m, Phi3[src[m], t], p, s, V, E, mean, var):
+        refused = predict_member(m, Phi3[src[m], t], p, s, V, E, mean, var, repair)
+        if refused:
+            status[m] = refused
             return t
         if not _can_learn(f, is_static, mu[m], V[m], mean[m], var[m], p.var_theta[m],
                           p.var_eps[m], Y[t]):
+            status[m] = 1
             return t
         loglik_out[t, m] = _learn(f, is_static, mu[m], V[m], mean[m], var[m], p.var_eps[m], Y[t],
                                   s.alpha0, s.pg, m)
         owe_update(m, f, V, s)
+    status[m] = 0
     return -1
 
 
 def _gaussian_block(order, Phi3, src, Y, params, state, V, E, mean_out, var_out, loglik_out,
-                    bad_row):
+                    bad_row, status, repair):
     """A block of rows member by member: every member ``m`` (``params``, ``state``: plain tuples
     of the fields of :class:`~river_doebe.kernels.stack.Params` and
     :class:`~river_doebe.kernels.stack.State`) through every row of its slot's features
     ``Phi3[src[m]]`` (``Phi3`` is ``(slots, B, F_max)``) while its covariance stays in cache,
     writing each row's predictive
     ``mean_out[t, m]``, ``var_out[t, m]`` and ``loglik_out[t, m]`` and, in ``bad_row[m]``, the
-    first row the member could not take (-1: none). The weights are the caller's, row by row
-    afterwards (:func:`river_doebe.kernels.weights.weigh_block`): the members' filters do not
-    depend on them. The members are a ``prange`` in the order ``order`` (as in
+    first row the member could not take (-1: none) and in ``status[m]`` why (see
+    :func:`_member_rows`; ``repair``: see :func:`~river_doebe.kernels.stack.predict_member`).
+    The weights are the caller's, row by row afterwards
+    (:func:`river_doebe.kernels.weights.weigh_block`): the members' filters do not depend on
+    them. The members are a ``prange`` in the order ``order`` (as in
     :func:`river_doebe.kernels.stack.predict_stack`): the parallel twin spreads them over the
     threads."""
     p = Params(*params)
     s = State(*state)
     for j in numba.prange(order.shape[0]):
         m = order[j]
-        bad_row[m] = _member_rows(m, Phi3, src, Y, p, s, V, E, mean_out, var_out, loglik_out)
+        bad_row[m] = _member_rows(m, Phi3, src, Y, p, s, V, E, mean_out, var_out, loglik_out,
+                                  status, repair)
 
 
 gaussian_block, gaussian_block_parallel = stack_kernel(_gaussian_block)

@@ -58,9 +58,10 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
+
+from river_doebe.kernels.jit import kernel
 
 __all__ = ["MAX_ITER", "NODES", "WEIGHTS", "solve_ipl_step", "slr"]
 
@@ -86,7 +87,7 @@ _OMEGA_FLOOR = 1e-300
 _TAIL = -600.0
 
 
-@numba.njit(cache=True)
+@kernel()
 def slr(m, P, y, nodes, weights, g, h):
     """The SLR of the label at ``N(m, P)``, scaled: ``(A, R, d)`` with the slope ``A``, the ratio
     ``R = A / Omega`` and ``d = y - ybar``, each computed without cancellation or overflow.
@@ -142,7 +143,7 @@ def slr(m, P, y, nodes, weights, g, h):
     return A, R, d
 
 
-@numba.njit(cache=True)
+@kernel()
 def solve_ipl_step(a, s2, y, nodes, weights):
     """The IPL step of a member with latent predictive ``N(a, s2)`` and label ``y`` (0 or 1):
     ``(t, lam)`` as :func:`river_doebe.kernels.logistic.solve_laplace_step` returns them."""

@@ -46,7 +46,7 @@ import numba
 import numpy as np
 
 from river_doebe.kernels.ipl import NODES, WEIGHTS, solve_ipl_step
-from river_doebe.kernels.jit import stack_kernel
+from river_doebe.kernels.jit import kernel, stack_kernel
 from river_doebe.kernels.stack import (
     Params,
     State,
@@ -77,7 +77,7 @@ _MAX_ITER = 200
 _TOL = 1e-15
 
 
-@numba.njit(cache=True, inline="always")
+@kernel(inline="always")
 def log_sigmoid(x):
     """``log sigmoid(x)`` without overflow or cancellation."""
     if x >= 0.0:
@@ -85,7 +85,7 @@ def log_sigmoid(x):
     return x - math.log1p(math.exp(x))
 
 
-@numba.njit(cache=True)
+@kernel()
 def solve_laplace_step(a, s2, y):
     """Solve ``t = y - sigmoid(a + s2 t)`` for ``t`` (``y`` in {0, 1}); return ``(t, lam)``.
 
@@ -123,7 +123,7 @@ def solve_laplace_step(a, s2, y):
     return t, lam
 
 
-@numba.njit(cache=True, inline="always")
+@kernel(inline="always")
 def solve_step(a, s2, y, ipl):
     """``(t, lam)`` of the member's update: the Laplace step, or with ``ipl`` the iterated
     posterior linearisation (on the quadrature fixed at import)."""
@@ -132,14 +132,14 @@ def solve_step(a, s2, y, ipl):
     return solve_laplace_step(a, s2, y)
 
 
-@numba.njit(cache=True, inline="always")
+@kernel(inline="always")
 def probit_logit(mean, var):
     """``mean / sqrt(1 + pi var / 8)``: ``sigmoid`` of it is the probit-approximated ``p(y = 1)``
     of the latent predictive ``N(mean, var)``."""
     return mean / math.sqrt(1.0 + PROBIT_SCALE * var)
 
 
-@numba.njit(cache=True)
+@kernel()
 def probit_logits(mean, var, logit):
     """``logit[m] = probit_logit(mean[m], var[m])`` for every member."""
     M = mean.shape[0]
@@ -147,7 +147,7 @@ def probit_logits(mean, var, logit):
         logit[m] = probit_logit(mean[m], var[m])
 
 
-@numba.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _learn(f, is_static, mu, v, var, logit, t, lam, y, alpha0, pg, m):
     """Record member ``m``'s step (``t``, ``lam``: Laplace or IPL); return ``log p_m(y)``."""
     a0 = 1.0 / lam if lam > 0.0 else np.inf
@@ -156,7 +156,7 @@ def _learn(f, is_static, mu, v, var, logit, t, lam, y, alpha0, pg, m):
     return log_sigmoid((1.0 if y == 1 else -1.0) * logit)
 
 
-@numba.njit(cache=True)
+@kernel()
 def logistic_update_stack(params, state, V, mean, var, logit, y, loglik, t_buf, lam_buf, ipl):
     """Fold the label ``y`` (0 or 1) into every member (``params``, ``state``: plain tuples of the
     fields of :class:`~river_doebe.kernels.stack.Params` and
@@ -189,30 +189,36 @@ def logistic_update_stack(params, state, V, mean, var, logit, y, loglik, t_buf, 
 
 # not inlined, as predict_member (Numba loses the writes through a record's arrays when they
 # are inlined into a parallel loop)
-@numba.njit(cache=True)
-def _member_rows(m, Phi3, src, Y, p, s, V, E, mean_out, var_out, logit_out, loglik_out, ipl):
+@kernel(no_cpython_wrapper=True)
+def _member_rows(m, Phi3, src, Y, p, s, V, E, mean_out, var_out, logit_out, loglik_out, status,
+                 ipl, repair):
     """Member ``m`` through every row of a block (see :func:`logistic_block`); returns the first
-    row it cannot take, or -1."""
+    row it cannot take, or -1, and writes ``status[m]`` (as
+    :func:`river_doebe.kernels.gaussian._member_rows`)."""
     f = p.F[m]
     is_static = p.static[m]
     mu = s.mu
     for t in range(Y.shape[0]):
         mean, var = mean_out[t], var_out[t]
-        if predict_member(m, Phi3[src[m], t], p, s, V, E, mean, var):
+        refused = predict_member(m, Phi3[src[m], t], p, s, V, E, mean, var, repair)
+        if refused:
+            status[m] = refused
             return t
         logit = probit_logit(mean[m], var[m])
         logit_out[t, m] = logit
         step, lam = solve_step(mean[m], var[m], Y[t], ipl)
         if not step_is_finite(f, is_static, mu[m], V[m], var[m], p.var_theta[m], step):
+            status[m] = 1
             return t
         loglik_out[t, m] = _learn(f, is_static, mu[m], V[m], var[m], logit, step, lam, Y[t],
                                   s.alpha0, s.pg, m)
         owe_update(m, f, V, s)
+    status[m] = 0
     return -1
 
 
 def _logistic_block(order, Phi3, src, Y, params, state, V, E, mean_out, var_out, logit_out,
-                    loglik_out, bad_row, ipl):
+                    loglik_out, bad_row, status, ipl, repair):
     """A block of labelled rows member by member (by the Laplace step, or with ``ipl`` by IPL), as
     :func:`river_doebe.kernels.gaussian.gaussian_block` for the regressors; also writes the
     probit logits ``logit_out[t, m]`` the row's prediction needs."""
@@ -221,7 +227,7 @@ def _logistic_block(order, Phi3, src, Y, params, state, V, E, mean_out, var_out,
     for j in numba.prange(order.shape[0]):
         m = order[j]
         bad_row[m] = _member_rows(m, Phi3, src, Y, p, s, V, E, mean_out, var_out, logit_out,
-                                  loglik_out, ipl)
+                                  loglik_out, status, ipl, repair)
 
 
 logistic_block, logistic_block_parallel = stack_kernel(_logistic_block)

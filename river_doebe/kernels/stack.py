@@ -64,9 +64,10 @@ from collections import namedtuple
 import numba
 import numpy as np
 
-from river_doebe.kernels.jit import stack_kernel
+from river_doebe.kernels.jit import kernel, stack_kernel
 
 __all__ = [
+    "NEEDS_REPAIR",
     "Params",
     "State",
     "flush_stack",
@@ -97,8 +98,11 @@ _PSD_SLACK = 1e-8
 #: the bound on ``|Sigma_pred phi| |g|`` (a mean step) beyond which an update is refused
 _MAX_STEP = 1e300
 
+#: the status of :func:`predict_member` run without its repair for a member that needs it
+NEEDS_REPAIR = 4
 
-@numba.njit(cache=True, inline="always")
+
+@kernel(inline="always")
 def _dot(a, b, n):
     """``sum_i a[i] b[i]`` over ``i < n`` with four fixed partial sums (same order every call)."""
     s0 = 0.0
@@ -118,7 +122,7 @@ def _dot(a, b, n):
     return (s0 + s1) + (s2 + s3)
 
 
-@numba.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _static_sweep(f, owes, want, phi, mu, L, fv, e, pf, alpha0, g):
     """One pass over a static member's factor ``L = U'``: apply the owed update (``pf`` = the
     ``f`` of the update, ``alpha0``, mean gain ``g``; ``alpha0 = inf``: the covariance does not
@@ -154,7 +158,7 @@ def _static_sweep(f, owes, want, phi, mu, L, fv, e, pf, alpha0, g):
             mu[i] += e[i] * g
 
 
-@numba.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _dynamic_sweep(f, owes, want, phi, S, v, pu, rw):
     """One pass over a dynamic member's ``Sigma``: apply the owed ``Sigma += rw I - pu pu'`` and
     with ``want`` write ``v = (Sigma + rw I) phi``. The row is updated in full before it is read,
@@ -176,7 +180,7 @@ def _dynamic_sweep(f, owes, want, phi, S, v, pu, rw):
                     v[i] += row[i] * pj
 
 
-@numba.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _moments(f, is_static, phi, mu, v):
     """``(mean, q, pp)``: ``phi' mu``, the quadratic form of the prediction (``|U' phi|^2`` or
     ``phi' Sigma_pred phi``) and, for a dynamic member, ``|phi|^2``."""
@@ -197,8 +201,8 @@ def _moments(f, is_static, phi, mu, v):
 
 # not inlined: a kernel's prange body calls it with the records whole (Numba loses the writes
 # through a record's arrays when they are inlined into a parallel loop)
-@numba.njit(cache=True)
-def predict_member(m, phi, p, s, V, E, mean, var):
+@kernel(no_cpython_wrapper=True)
+def predict_member(m, phi, p, s, V, E, mean, var, repair):
     """Member ``m``'s step (parameters ``p``, state ``s``): apply its owed update and write its
     predictive ``mean[m]``, ``var[m]`` and ``V[m]`` (``U' phi`` static, ``Sigma_pred phi``
     dynamic); ``E[m]`` is its scratch.
@@ -208,6 +212,14 @@ def predict_member(m, phi, p, s, V, E, mean, var):
     the repaired one (:func:`repair_covariance`, then predicting again) gives a negative
     ``phi' Sigma_pred phi``. A repair whose prediction falls short of ``var_rw |phi|^2`` only by
     rounding is accepted: the variance is still at least the noise variance.
+
+    ``repair`` is ``None`` or ``True``: with ``None`` a member whose covariance needs the repair
+    returns :data:`NEEDS_REPAIR` instead, its owed update applied and nothing else written, and
+    its caller runs the step again with ``True`` (the owed update is not applied twice, and the
+    prediction comes out as if it had been repaired at once). Numba compiles a function once per
+    argument type and leaves out a branch on an argument that is ``None``: the repair (an
+    eigendecomposition, seconds of a fresh install's first use for a step that almost never
+    runs) is compiled with the ``True`` variant, on the first repair of the process.
     """
     f = p.F[m]
     pend = s.pend
@@ -224,6 +236,8 @@ def predict_member(m, phi, p, s, V, E, mean, var):
     sm, q, pp = _moments(f, is_static, phi, mu[m], V[m])
     if math.isfinite(sm) and math.isfinite(q) and not is_static:
         if not q >= p.var_rw[m] * pp * (1.0 - _PSD_SLACK):
+            if repair is None:
+                return NEEDS_REPAIR
             repair_covariance(C[m, :f, :f])
             _dynamic_sweep(f, False, True, phi, C[m], V[m], pvec[m], p.var_rw[m])
             sm, q, pp = _moments(f, False, phi, mu[m], V[m])
@@ -236,22 +250,22 @@ def predict_member(m, phi, p, s, V, E, mean, var):
     return 0
 
 
-def _predict_stack(order, Phi, src, params, state, V, E, mean, var, status):
-    """:func:`predict_member` for every member (parameters ``params``, state ``state``: plain
-    tuples of the fields of :class:`Params` and :class:`State`) on the features of its slot
-    ``Phi[src[m]]``, each member on its own (``prange``: the parallel twin spreads them over the
-    threads, in contiguous runs of ``order``, a permutation of the members that mixes their costs
-    evenly, see :func:`river_doebe.engine.threads.balanced_order`); writes ``status`` and returns
-    how many are not 0."""
+def _predict_stack(order, Phi, src, params, state, V, E, mean, var, status, repair):
+    """:func:`predict_member` for every member of ``order`` (parameters ``params``, state
+    ``state``: plain tuples of the fields of :class:`Params` and :class:`State`) on the features
+    of its slot ``Phi[src[m]]``, each member on its own (``prange``: the parallel twin spreads them
+    over the threads, in contiguous runs of ``order``, a permutation of the members that mixes
+    their costs evenly, see :func:`river_doebe.engine.threads.balanced_order`); writes
+    ``status`` and returns how many are not 0 (``repair``: see :func:`predict_member`)."""
     p = Params(*params)
     s = State(*state)
     M = order.shape[0]
     for j in numba.prange(M):
         m = order[j]
-        status[m] = predict_member(m, Phi[src[m]], p, s, V, E, mean, var)
+        status[m] = predict_member(m, Phi[src[m]], p, s, V, E, mean, var, repair)
     n_bad = 0
-    for m in range(M):
-        if status[m]:
+    for j in range(M):
+        if status[order[j]]:
             n_bad += 1
     return n_bad
 
@@ -259,7 +273,7 @@ def _predict_stack(order, Phi, src, params, state, V, E, mean, var, status):
 predict_stack, predict_stack_parallel = stack_kernel(_predict_stack)
 
 
-@numba.njit(cache=True)
+@kernel()
 def flush_stack(params, state, E):
     """Apply every owed update of the state now (bit for bit what the next predict sweep would
     do); ``params``, ``state``: plain tuples of the fields of :class:`Params` and :class:`State`;
@@ -278,7 +292,7 @@ def flush_stack(params, state, E):
             _dynamic_sweep(p.F[m], True, False, mu[m], C[m], mu[m], pvec[m], p.var_rw[m])
 
 
-@numba.njit(cache=True, inline="always")
+@kernel(inline="always")
 def step_is_finite(f, is_static, mu, v, q, var_theta, g):
     """Whether the mean step ``mu += Sigma_pred phi g`` stays finite. For a static member
     ``Sigma_pred phi`` is not at hand, but ``Sigma <= var_theta I`` bounds it by
@@ -291,7 +305,7 @@ def step_is_finite(f, is_static, mu, v, q, var_theta, g):
     return True
 
 
-@numba.njit(cache=True, inline="always")
+@kernel(inline="always")
 def record_update(f, is_static, mu, v, g, c, a0, alpha0, pg, m):
     """Record member ``m``'s owed update for gain ``g`` and curvature ``c`` (a static member:
     ``alpha0[m] = a0 = 1/c - |f|^2``, computed by the likelihood without cancellation)."""
@@ -306,7 +320,7 @@ def record_update(f, is_static, mu, v, g, c, a0, alpha0, pg, m):
             v[i] *= r
 
 
-@numba.njit(cache=True, inline="always")
+@kernel(inline="always")
 def owe_update(m, f, V, s):
     """After :func:`record_update`: member ``m`` owes the update it recorded in ``V[m]``, kept in
     ``s.pvec`` until the next predict sweep applies it (``V`` is the sweep's scratch)."""
@@ -317,7 +331,7 @@ def owe_update(m, f, V, s):
     s.n_filtered[m] += 1
 
 
-@numba.njit(cache=True)
+@kernel(no_cpython_wrapper=True)
 def repair_covariance(S):
     """Replace ``S`` (in place) by the nearest positive semi-definite matrix to its symmetric
     part (eigenvalues clipped at 0), exactly symmetric: a dynamic member's rare repair after
@@ -340,7 +354,7 @@ def repair_covariance(S):
             S[j, i] = acc
 
 
-@numba.njit(cache=True)
+@kernel()
 def reachable(log_w, indptr, indices, out):
     """The members that can still carry weight: those with weight (``log_w > -inf``) and those a
     switching matrix (CSC ``indptr``, ``indices`` of its non-zero entries) lets weight reach

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
 from river_doebe.kernels.gaussian import LOG_2PI
+from river_doebe.kernels.jit import kernel
 
 __all__ = [
     "log_max",
@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 
-@numba.njit(cache=True, inline="always")
+@kernel(inline="always")
 def log_max(log_w):
     """The largest log weight (``-inf`` when every weight is 0): the shift of a stable sum."""
     hi = -np.inf
@@ -39,7 +39,7 @@ def log_max(log_w):
     return hi
 
 
-@numba.njit(cache=True)
+@kernel()
 def switch_log_weights(log_w, indptr, indices, log_q, out):
     """``out[j] = logsumexp_i(log_w[i] + log_q)`` over the stored entries ``(i, j)`` of ``Q``."""
     M = log_w.shape[0]
@@ -60,7 +60,7 @@ def switch_log_weights(log_w, indptr, indices, log_q, out):
         out[j] = hi + math.log(acc)
 
 
-@numba.njit(cache=True)
+@kernel()
 def update_log_weights(log_prior, loglik, log_rate, log_keep, log_floor, out):
     """The weights after a target: Bayes' rule, or the Soft-Bayes step of online stacking.
 
@@ -111,7 +111,7 @@ def update_log_weights(log_prior, loglik, log_rate, log_keep, log_floor, out):
     return lse
 
 
-@numba.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _logaddexp(a, b):
     """``log(exp(a) + exp(b))`` for ``a > -inf``."""
     if b == -np.inf:
@@ -121,7 +121,7 @@ def _logaddexp(a, b):
     return b + math.log1p(math.exp(a - b))
 
 
-@numba.njit(cache=True, inline="always")
+@kernel(inline="always")
 def _normalise(log_w):
     """Subtract ``logsumexp(log_w)`` (at least one weight is positive)."""
     hi = log_max(log_w)
@@ -134,7 +134,7 @@ def _normalise(log_w):
         log_w[m] -= lse
 
 
-@numba.njit(cache=True)
+@kernel()
 def share_log_weights(log_w, log_keep, log_each):
     """Fixed share in place: ``w_m <- (1 - alpha) w_m + alpha / M`` with ``log_keep =
     log(1 - alpha)`` and ``log_each = log(alpha / M)`` (Herbster and Warmuth 1998), so that no
@@ -143,7 +143,7 @@ def share_log_weights(log_w, log_keep, log_each):
         log_w[m] = _logaddexp(log_each, log_keep + log_w[m])
 
 
-@numba.njit(cache=True)
+@kernel()
 def mixture_moments(log_w, mean, var):
     """Moment-matched mixture: ``(sum w m, sum w (v + (m - mean)^2))`` over members with w > 0."""
     M = log_w.shape[0]
@@ -165,7 +165,7 @@ def mixture_moments(log_w, mean, var):
     return mu, v
 
 
-@numba.njit(cache=True)
+@kernel()
 def mixture_log_density(log_w, mean, var, y):
     """Exact log density of ``y`` under the Gaussian mixture ``sum_m w_m N(mean_m, var_m)``."""
     M = log_w.shape[0]
@@ -194,7 +194,7 @@ def mixture_log_density(log_w, mean, var, y):
     return hi + math.log(acc) - (hw + math.log(accw))
 
 
-@numba.njit(cache=True)
+@kernel()
 def mixture_proba(log_w, logit):
     """``(p0, p1)``: the weighted mixture of the members' probit predictives.
 
@@ -215,7 +215,7 @@ def mixture_proba(log_w, logit):
     return p0 / s, p1 / s
 
 
-@numba.njit(cache=True, inline="always")
+@kernel(inline="always")
 def sigmoid(x):
     """``1 / (1 + exp(-x))`` without overflow."""
     if x >= 0.0:
@@ -224,16 +224,18 @@ def sigmoid(x):
     return e / (1.0 + e)
 
 
-@numba.njit(cache=True)
+@kernel()
 def weigh_block(log_w, new_log_w, log_prior, switching, indptr, indices, log_q, log_floor,
                 log_rate, log_keep, share_keep, share_each, mean_b, var_b, logit_b, loglik_b,
-                classify, pred_a, pred_b, prior_out, log_evidence):
+                pred_a, pred_b, prior_out, log_evidence):
     """The weights' part of a block of rows, row after row, as the per-sample steps do it.
 
     Before row ``t``: switch the weights (or copy them) into ``log_prior``, then the fixed share
     (when ``share_each > -inf``); the prediction for
     the row is the mixture of the members' predictives under those weights, ``(mean, var)`` in
-    ``pred_a[t], pred_b[t]`` (a classifier: ``(p0, p1)`` from the logits); ``prior_out[t]`` keeps
+    ``pred_a[t], pred_b[t]`` (a classifier, which passes the logits ``logit_b``: ``(p0, p1)``;
+    a regressor passes ``None``, and its compile leaves the classifier's mixture out, as Numba
+    prunes a branch on an argument that is ``None``); ``prior_out[t]`` keeps
     the weights (when it has rows). Then the weight step with the row's log-likelihoods (Bayes'
     rule, or Soft-Bayes of rate ``exp(log_rate)``, see :func:`update_log_weights`). Returns the
     log evidence, ``log_evidence`` plus the block's.
@@ -248,7 +250,7 @@ def weigh_block(log_w, new_log_w, log_prior, switching, indptr, indices, log_q, 
                     log_prior[m] = log_w[m]
             if share_each > -np.inf:
                 share_log_weights(log_prior, share_keep, share_each)
-        if classify:
+        if logit_b is not None:
             pred_a[t], pred_b[t] = mixture_proba(log_prior, logit_b[t])
         elif M > 1:
             pred_a[t], pred_b[t] = mixture_moments(log_prior, mean_b[t], var_b[t])

@@ -15,17 +15,17 @@ import math
 import warnings
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
 from river_doebe.engine.members import FilterError
+from river_doebe.kernels.jit import kernel
 from river_doebe.warmup import fallback
 from river_doebe.warmup.fallback import CONSTANT
 
 __all__ = ["AsGiven", "StandardisedModel", "Standardizer"]
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(error_model="numpy")
 def _standardise_one(x, keep, mean, scale, clip, signs):
     """:meth:`Standardizer.x` of one sample, element by element (the same operations in the
     same order as the array expressions, without their per-call overheads, which cost more than
