@@ -749,33 +749,3 @@ def test_the_gate_opens_on_a_miscalibrated_model_and_after_a_jump():
     assert dist_miss[at + 300:].mean() <= 0.2
 
 
-def test_the_gate_s_crps_is_the_crps_of_the_recalibrated_gaussian():
-    # the score the gate's online comparisons use (off by default: gate_score, gate_score_own)
-    # is the exact CRPS for a Gaussian predictive, to its grid's accuracy, targets far off
-    # included
-    from scipy.special import ndtr
-
-    kp = np.array([0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0])
-    for ku in (kp, np.array([0.0, 0.02, 0.3, 0.5, 0.7, 0.99, 1.0]),
-               np.array([0.0, 0.1, 0.2, 0.45, 0.6, 0.9, 1.0])):
-        for m, s in ((0.0, 1.0), (3.0, 0.01)):
-            G = RecalibratedDistribution(gaussian(m, s * s), ku, kp)
-            for z in (-40.0, -4.0, -1.0, -0.3, 0.0, 0.5, 1.5, 3.0, 8.0):
-                got = _kernels._gate_crps(ku, kp, float(ndtr(z)), z, s)
-                assert got == pytest.approx(crps(G, m + s * z), rel=0.01)
-
-
-@pytest.mark.parametrize("slots", [{"S_GATE_SCORE_OWN": 100.0},
-                                   {"S_GATE_SCORE": 1000.0, "S_GATE_AVERAGE": 1000.0}])
-def test_the_gate_s_online_scores_keep_the_interval_s_guarantee(slots):
-    T = 1500
-    model = Recalibrated(Scripted(), gate=True)
-    for name, value in slots.items():
-        model._settings[getattr(_kernels, name)] = value
-    interval_miss, dist_miss = run(model, jump(T, at=T // 3, size=50.0, seed=2))
-    assert_within_the_bound_at_every_horizon(model, interval_miss)
-    away = model.n_outside_ + model.n_gated_
-    assert abs(dist_miss.mean() - 0.1) <= bound(model, T) + away / T + 1e-12
-    assert (interval_miss != dist_miss).sum() <= away
-    # after the jump the learnt map beats the wrapped predictive and is used
-    assert dist_miss[T // 3 + 300:].mean() <= 0.2

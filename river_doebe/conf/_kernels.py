@@ -27,7 +27,6 @@ import math
 
 import numba
 import numpy as np
-from scipy.special import ndtr
 
 __all__ = ["mixture_pit", "new_state", "knots", "scaled_mixture_pit", "update", "update_affine"]
 
@@ -38,11 +37,11 @@ _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 ALPHA, BETA, N_UPDATES, N_OUTSIDE, CORR, CLOC, CSCALE, LAST, STEP2 = range(9)
 FIXED = 9
 
-# the settings' slots (the last five are set from the module's constants below; the benchmarks
+# the settings' slots (the last three are set from the module's constants below; the benchmarks
 # set them otherwise to measure the choices)
 S_LEVEL, S_STEP, S_LEVEL_STEP, S_RHO_SCORE, S_MARGIN, S_GATE = range(6)
-S_EARLY, S_LEVEL_EARLY, S_GATE_SCORE, S_GATE_AVERAGE, S_GATE_SCORE_OWN = range(6, 11)
-N_SETTINGS = 11
+S_EARLY, S_LEVEL_EARLY, S_GATE_AVERAGE = range(6, 9)
+N_SETTINGS = 9
 
 #: the early steps: the conformal step at the ``t``-th target learnt is ``max(step, EARLY_STEP /
 #: sqrt(t))`` and the shape knots' ``max(level_step, EARLY_LEVEL_STEP / sqrt(t))`` (Angelopoulos,
@@ -53,11 +52,11 @@ EARLY_STEP = 0.3
 EARLY_LEVEL_STEP = 0.3
 
 # the gate's block, last in the state: whether it is open, which map is in use while it is open
-# (0: the learnt map, 1: the mean map, 2: the identity), the targets it has seen, the targets
-# learnt while the distribution was not the conformal map, the recent scores of the mean map and
-# of the learnt map; then the shares of its events over each window; then the mean map's knots
-G_OPEN, G_SLOW, G_N, G_CLOSED, G_SCORE, G_SCORE_OWN = range(6)
-G_OWN, G_MEAN, G_IDENTITY = 0.0, 1.0, 2.0
+# (0: the learnt map, 1: the mean map), the targets it has seen, the targets learnt while the
+# distribution was not the conformal map; then the shares of its events over each window; then
+# the mean map's knots
+G_OPEN, G_SLOW, G_N, G_CLOSED = range(4)
+G_OWN, G_MEAN = 0.0, 1.0
 #: the gate's windows (effective lengths), and by how many standard deviations under uniform
 #: PITs a share must depart from its probability over each to open it: the short windows see
 #: a shift within tens of samples, the long one a small, lasting miscalibration (and, by
@@ -74,30 +73,11 @@ GATE_P = np.array([0.05, 0.25, 0.5, 0.75, 0.95, 0.5, 0.9])
 #: over 1,000 targets the mean still cost a calibrated stream CRPS, over 4,000 it does not:
 #: benchmarks/results/calibration_replay.md)
 GATE_AVERAGE = 4000.0
-#: the window of the gate's score of the mean map: its recent CRPS less the wrapped
-#: predictive's (of the prediction each would have made, one step ahead); with a window, while
-#: only the longest window departs, the mean map is used only while that is negative. 0: off,
-#: the mean map always (measured: the score follows noise, and chose worse than the mean map
-#: alone; calibration_replay.py's gate-mean-score-1000)
-GATE_SCORE_WINDOW = 0.0
-#: the window of the gate's score of the learnt map (the same, against the wrapped
-#: predictive's): with a window, while a short window departs, the learnt map is used only
-#: while that is negative. 0: off, the learnt map always (measured: it cost drifting streams
-#: part of their gain; calibration_replay.py's gate-own-score-100)
-GATE_SCORE_OWN_WINDOW = 0.0
-#: the gate's CRPS: a distribution of CDF ``g(Phi((y - m) / s))`` has the CRPS ``s int (g(Phi(z))
-#: - 1{z >= z_y})^2 dz`` at ``z_y = (y - m) / s``; a mixture is scored as the Gaussian of its mean
-#: and standard deviation, with the target's own PIT ``u`` under the mixture (the level the
-#: maps see): the integral by the midpoint rule on ``GATE_CELLS`` cells of ``[-GATE_Z,
-#: GATE_Z]`` (the cell where ``Phi(z)`` crosses ``u`` split in proportion), and beyond as
-#: ``|z_y| - GATE_Z`` (the CDF is 0 or 1 there to 1e-9)
-GATE_Z = 6.0
-GATE_CELLS = 96
-GATE_DZ = 2.0 * GATE_Z / GATE_CELLS
-GATE_U = ndtr(-GATE_Z + (np.arange(GATE_CELLS) + 0.5) * GATE_DZ)
-GATE_EDGES = ndtr(-GATE_Z + np.arange(GATE_CELLS + 1) * GATE_DZ)
-# the gate's block: G_OPEN .. G_SCORE_OWN, then the shares of the 7 events over the 3 windows
-GATE_SIZE = 6 + 3 * 7
+# (two online choices by the maps' recent CRPS were measured and left out: the gate's score of
+# the mean map and of the learnt map against the wrapped predictive's followed noise;
+# benchmarks/results/calibration_replay.md, gate-mean-score-1000 and gate-own-score-100)
+# the gate's block: G_OPEN .. G_CLOSED, then the shares of the 7 events over the 3 windows
+GATE_SIZE = 4 + 3 * 7
 
 #: a sample costs a correction at most this many nats more than the best one, in the recent
 #: mean log scores: one wild target must not decide for hundreds of samples
@@ -109,7 +89,7 @@ def new_state(confidence_level: float, levels, n_windows: int) -> np.ndarray:
     k, w = len(levels), n_windows
     state = np.zeros(FIXED + k + 2 * w + (w + 2 if w else 1) + GATE_SIZE + k + 4)
     gate = state.shape[0] - GATE_SIZE - (k + 4)
-    state[gate + 6:gate + GATE_SIZE] = np.tile(GATE_P, 3)
+    state[gate + 4:gate + GATE_SIZE] = np.tile(GATE_P, 3)
     state[ALPHA] = 1.0 - confidence_level
     state[BETA] = 0.5
     state[CSCALE] = 1.0
@@ -309,9 +289,6 @@ def update_affine(state, settings, shape_p, segment, rho, ku, kp, weights, means
     # the PIT under F': the wrapped predictive's, or the correction's Gaussian in use
     f, sf, log_f = scaled_mixture_pit(weights, means, variances, scale, shift, y)
     f_wrapped = f
-    sd_base = sigma
-    z_wrapped = (y - mu) / sigma
-    z_base = z_wrapped
     k = int(state[CORR])
     if k != 0:
         sd = sigma * state[CSCALE]
@@ -319,8 +296,6 @@ def update_affine(state, settings, shape_p, segment, rho, ku, kp, weights, means
             zc = (y - (mu + sigma * state[CLOC])) / sd
             f = 0.5 * math.erfc(-zc * _SQRT_HALF)
             sf = 0.5 * math.erfc(zc * _SQRT_HALF)
-            sd_base = sd
-            z_base = zc
     n = ku.shape[0]
     ku_up = np.empty(n)
     kp_up = np.empty(n)
@@ -360,67 +335,20 @@ def update_affine(state, settings, shape_p, segment, rho, ku, kp, weights, means
     state[N_UPDATES] += 1.0
     ku_next = knots(state, settings, shape_p, segment)
     if settings[S_GATE] != 0.0:
-        _gate(state, settings, f_wrapped, z_wrapped, sigma, f, z_base, sd_base, kp, ku,
-              ku_next)
+        _gate(state, settings, f_wrapped, ku_next)
     return ku_next
 
 
 @numba.njit(cache=True)
-def _gate_crps(ku, kp, u, z, s):
-    """The gate's CRPS (see ``GATE_Z``) of the map ``(ku, kp)`` of a predictive of standard
-    deviation ``s`` at the target of PIT ``u`` and standardised residual ``z``: the map
-    evaluated on the sorted levels in one pass."""
-    total = 0.0
-    j = 0
-    for i in range(GATE_CELLS):
-        x = GATE_U[i]
-        while j < ku.shape[0] - 2 and ku[j + 1] <= x:
-            j += 1
-        g = kp[j] + (x - ku[j]) * (kp[j + 1] - kp[j]) / (ku[j + 1] - ku[j])
-        lo, hi = GATE_EDGES[i], GATE_EDGES[i + 1]
-        if u <= lo:
-            total += (g - 1.0) * (g - 1.0)
-        elif u >= hi:
-            total += g * g
-        else:  # the target's cell: below u the CDF is scored against 0, above against 1
-            share = (u - lo) / (hi - lo)
-            total += share * g * g + (1.0 - share) * (g - 1.0) * (g - 1.0)
-    total *= GATE_DZ
-    if abs(z) > GATE_Z:
-        total += abs(z) - GATE_Z
-    return s * total
-
-
-@numba.njit(cache=True)
-def _gate(state, settings, f, z, sigma, f_base, z_base, sigma_base, kp, ku_used, ku):
-    """The gate's statistics from the target's PITs under the wrapped predictive (``f``, its
-    standardised residual ``z``, its standard deviation ``sigma``) and under ``F'``
-    (``f_base``, ``z_base``, ``sigma_base``), the scores of the mean map and of the map
-    ``ku_used`` of the prediction, the mean map from the knots ``ku`` for the next prediction,
-    and the gate's state for it."""
+def _gate(state, settings, f, ku):
+    """The gate's statistics from the wrapped predictive's PIT ``f`` of the target, the mean
+    map from the knots ``ku`` for the next prediction, and the gate's state for it."""
     n_knots = ku.shape[0]
     gb = state.shape[0] - GATE_SIZE - n_knots
     mean = gb + GATE_SIZE
     # how the prediction of this target was made: the count of the distribution's bound
     if state[gb + G_OPEN] == 0.0 or state[gb + G_SLOW] != G_OWN:
         state[gb + G_CLOSED] += 1.0
-    # the mean map's score: its CRPS less the identity's, for the prediction each would have
-    # made of this target (the mean map is still the one of that prediction)
-    window = settings[S_GATE_SCORE]
-    window_own = settings[S_GATE_SCORE_OWN]
-    if window > 0.0 or window_own > 0.0:
-        identity = _gate_crps(kp, kp, f, z, sigma)
-        if window > 0.0:
-            diff = (_gate_crps(state[mean:mean + n_knots], kp, f_base, z_base, sigma_base)
-                    - identity)
-            if math.isfinite(diff):
-                r = 1.0 - 1.0 / window
-                state[gb + G_SCORE] = r * state[gb + G_SCORE] + (1.0 - r) * diff
-        if window_own > 0.0:
-            diff = _gate_crps(ku_used, kp, f_base, z_base, sigma_base) - identity
-            if math.isfinite(diff):
-                r = 1.0 - 1.0 / window_own
-                state[gb + G_SCORE_OWN] = r * state[gb + G_SCORE_OWN] + (1.0 - r) * diff
     n = state[gb + G_N] + 1.0
     state[gb + G_N] = n
     departs = False
@@ -439,7 +367,7 @@ def _gate(state, settings, f, z, sigma, f_base, z_base, sigma_base, kp, ku_used,
                 hit = 1.0 if 0.25 < f <= 0.75 else 0.0
             else:
                 hit = 1.0 if 0.05 < f <= 0.95 else 0.0
-            at = gb + 6 + i * GATE_P.shape[0] + j
+            at = gb + 4 + i * GATE_P.shape[0] + j
             h = rho * state[at] + (1.0 - rho) * hit
             state[at] = h
             top = max(top, abs(h - q) / math.sqrt(q * (1.0 - q) * spread))
@@ -456,15 +384,7 @@ def _gate(state, settings, f, z, sigma, f_base, z_base, sigma_base, kp, ku_used,
         state[gb + G_OPEN] = 0.0 if inside else 1.0
     else:
         state[gb + G_OPEN] = 1.0 if departs else 0.0
-    if fast:
-        if window_own > 0.0 and not state[gb + G_SCORE_OWN] < 0.0:
-            state[gb + G_SLOW] = G_IDENTITY
-        else:
-            state[gb + G_SLOW] = G_OWN
-    elif window > 0.0 and not state[gb + G_SCORE] < 0.0:
-        state[gb + G_SLOW] = G_IDENTITY
-    else:
-        state[gb + G_SLOW] = G_MEAN
+    state[gb + G_SLOW] = G_OWN if fast else G_MEAN
 
 
 @numba.njit(cache=True)

@@ -280,9 +280,7 @@ class Recalibrated(base.Wrapper, base.Regressor):
         settings_[_kernels.S_GATE] = 1.0 if gate else 0.0
         settings_[_kernels.S_EARLY] = _kernels.EARLY_STEP
         settings_[_kernels.S_LEVEL_EARLY] = _kernels.EARLY_LEVEL_STEP
-        settings_[_kernels.S_GATE_SCORE] = _kernels.GATE_SCORE_WINDOW
         settings_[_kernels.S_GATE_AVERAGE] = _kernels.GATE_AVERAGE
-        settings_[_kernels.S_GATE_SCORE_OWN] = _kernels.GATE_SCORE_OWN_WINDOW
         self._settings = settings_
         self._reset()
 
@@ -324,8 +322,7 @@ class Recalibrated(base.Wrapper, base.Regressor):
     def gate_open_(self) -> bool:
         """With ``gate=True``: whether the next prediction's distribution is recalibrated."""
         at = self._gate_at
-        return bool(self._state[at + _kernels.G_OPEN]) and (
-            self._state[at + _kernels.G_SLOW] != _kernels.G_IDENTITY)
+        return bool(self._state[at + _kernels.G_OPEN])
 
     @property
     def _gate_at(self) -> int:
@@ -415,7 +412,7 @@ class Recalibrated(base.Wrapper, base.Regressor):
             return self._conformal(dist)
         at = self._gate_at
         which = self._state[at + _kernels.G_SLOW]
-        if self._state[at + _kernels.G_OPEN] == 0.0 or which == _kernels.G_IDENTITY:
+        if self._state[at + _kernels.G_OPEN] == 0.0:
             return RecalibratedDistribution._unchecked(dist, _IDENTITY, _IDENTITY)
         if which == _kernels.G_MEAN:
             return RecalibratedDistribution._unchecked(
