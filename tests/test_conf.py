@@ -749,3 +749,19 @@ def test_the_gate_opens_on_a_miscalibrated_model_and_after_a_jump():
     assert dist_miss[at + 300:].mean() <= 0.2
 
 
+
+
+def test_the_first_knots_are_the_compiled_knots_bit_for_bit():
+    # a wrapper's first knots come from the Python twin of the compiled function (making a model
+    # compiles nothing): the same numbers, for any state the update can reach
+    rng = np.random.default_rng(5)
+    for levels in ((0.25, 0.5, 0.75), (), (0.01, 0.3, 0.99)):
+        model = Recalibrated(Scripted(), levels=levels)
+        for _ in range(200):
+            state = model._state.copy()
+            state[_kernels.ALPHA] = rng.choice([rng.uniform(-0.1, 1.1), 0.0, 1.0, 1e-9])
+            state[_kernels.BETA] = rng.uniform(0.05, 0.95)
+            state[_kernels.FIXED:_kernels.FIXED + len(model._shape_arr)] = rng.uniform(
+                0.0, 1.0, len(model._shape_arr))
+            args = (state, model._settings, model._shape_arr, model._segment_arr)
+            assert np.array_equal(_kernels.knots(*args), _kernels.knots.py_func(*args))

@@ -286,8 +286,10 @@ class Recalibrated(base.Wrapper, base.Regressor):
 
     def _reset(self) -> None:
         self._state = _kernels.new_state(self.confidence_level, self._shape_p, len(self._rho))
-        self._ku = _kernels.knots(self._state, self._settings, self._shape_arr,
-                                  self._segment_arr)
+        # (its Python twin: the same arithmetic, and making a model compiles nothing; the
+        # compiled update computes the knots from then on)
+        self._ku = _kernels.knots.py_func(self._state, self._settings, self._shape_arr,
+                                          self._segment_arr)
         self._state[-self._ku.shape[0]:] = self._ku  # the gate's mean map starts there
         self._memo = None
 
