@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
+
+from river_doebe.kernels.jit import kernel
 
 __all__ = ["mixture_pit", "new_state", "knots", "scaled_mixture_pit", "update", "update_affine"]
 
@@ -99,14 +100,14 @@ def new_state(confidence_level: float, levels, n_windows: int) -> np.ndarray:
     return state
 
 
-@numba.njit(cache=True)
+@kernel()
 def mixture_pit(weights, means, variances, y):
     """``(F(y), 1 - F(y), log f(y))`` of the mixture ``sum_k w_k N(means_k, variances_k)``,
     the log density by log-sum-exp (a component of weight 0 adds nothing)."""
     return scaled_mixture_pit(weights, means, variances, 1.0, 0.0, y)
 
 
-@numba.njit(cache=True)
+@kernel()
 def scaled_mixture_pit(weights, means, variances, scale, shift, y):
     """``(F(y), 1 - F(y), log f(y))`` of the mixture ``sum_k w_k N(scale means_k + shift,
     scale^2 variances_k)``: a model's mixture in its standardised units, mapped back to the
@@ -141,7 +142,7 @@ def scaled_mixture_pit(weights, means, variances, scale, shift, y):
     return f, sf, top + math.log(acc)
 
 
-@numba.njit(cache=True)
+@kernel()
 def _interp(x, xp, fp):
     """``np.interp(x, xp, fp)`` for one number, the same arithmetic (the recalibrated
     distribution maps its CDF with NumPy's: the coverage event counted here is the one the
@@ -173,7 +174,7 @@ def _interp(x, xp, fp):
     return out
 
 
-@numba.njit(cache=True)
+@kernel(no_cpython_wrapper=True)
 def _location_scale(state, n_levels, n_windows, k):
     """The correction ``k``'s location and scale, in standardised residuals (0: the unmoved
     predictive; 1 .. ``n_windows`` the windows'; ``n_windows + 1`` the random walk)."""
@@ -188,7 +189,7 @@ def _location_scale(state, n_levels, n_windows, k):
     return loc, min(max(scale, 1e-8), 1e8)
 
 
-@numba.njit(cache=True)
+@kernel(no_cpython_wrapper=True)
 def _choose_correction(state, settings, n_levels, n_windows):
     """Which predictive the next prediction uses, and its location and scale, into the
     state: the best correction by recent mean log score when it beats the unmoved predictive's
@@ -208,7 +209,7 @@ def _choose_correction(state, settings, n_levels, n_windows):
     state[CSCALE] = scale
 
 
-@numba.njit(cache=True)
+@kernel()
 def knots(state, settings, shape_p, segment):
     """The knots of the map for the next prediction on ``F'``'s levels, a fresh array (their
     images are fixed: 0, the levels and the interval's levels in order, 1).
@@ -260,7 +261,7 @@ def knots(state, settings, shape_p, segment):
     return ku
 
 
-@numba.njit(cache=True)
+@kernel()
 def update(state, settings, shape_p, segment, rho, ku, kp, weights, means, variances, mu, sigma,
            y):
     """:func:`update_affine` of a mixture given in the target's units (``scale = 1, shift =
@@ -269,7 +270,7 @@ def update(state, settings, shape_p, segment, rho, ku, kp, weights, means, varia
                          variances, 1.0, 0.0, mu, sigma, y)
 
 
-@numba.njit(cache=True)
+@kernel()
 def update_affine(state, settings, shape_p, segment, rho, ku, kp, weights, means, variances,
                   scale, shift, mu, sigma, y):
     """Learn one target ``y`` from the prediction made before it was seen: the wrapped
@@ -339,7 +340,7 @@ def update_affine(state, settings, shape_p, segment, rho, ku, kp, weights, means
     return ku_next
 
 
-@numba.njit(cache=True)
+@kernel(no_cpython_wrapper=True)
 def _gate(state, settings, f, ku):
     """The gate's statistics from the wrapped predictive's PIT ``f`` of the target, the mean
     map from the knots ``ku`` for the next prediction, and the gate's state for it."""
@@ -387,7 +388,7 @@ def _gate(state, settings, f, ku):
     state[gb + G_SLOW] = G_OWN if fast else G_MEAN
 
 
-@numba.njit(cache=True)
+@kernel(no_cpython_wrapper=True)
 def _learn_corrections(state, settings, rho, K, W, mu, sigma, y, log_f):
     z = (y - mu) / sigma
     if not (math.isfinite(z) and abs(z) < 1e150):
