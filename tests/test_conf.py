@@ -765,3 +765,13 @@ def test_the_first_knots_are_the_compiled_knots_bit_for_bit():
                 0.0, 1.0, len(model._shape_arr))
             args = (state, model._settings, model._shape_arr, model._segment_arr)
             assert np.array_equal(_kernels.knots(*args), _kernels.knots.py_func(*args))
+
+
+def test_a_wrapper_pickled_with_another_settings_layout_is_refused_when_loaded():
+    model = Recalibrated(Scripted())
+    state = dict(model.__dict__)
+    assert pickle.loads(pickle.dumps(model))._settings.tolist() == model._settings.tolist()
+    state["_settings"] = state["_settings"][:6]  # the layout before the early steps
+    old = Recalibrated.__new__(Recalibrated)
+    with pytest.raises(ValueError, match="earlier version"):
+        old.__setstate__(state)

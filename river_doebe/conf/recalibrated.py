@@ -284,6 +284,17 @@ class Recalibrated(base.Wrapper, base.Regressor):
         self._settings = settings_
         self._reset()
 
+    def __setstate__(self, state: dict) -> None:
+        # the compiled update reads its settings by position, unchecked: a wrapper pickled with
+        # another layout would be updated from the wrong slots
+        settings = state.get("_settings")
+        if settings is None or len(settings) != _kernels.N_SETTINGS:
+            raise ValueError(
+                "this Recalibrated was pickled by an earlier version of river-doebe, whose "
+                "recalibration state this version cannot read: make a new one"
+            )
+        self.__dict__.update(state)
+
     def _reset(self) -> None:
         self._state = _kernels.new_state(self.confidence_level, self._shape_p, len(self._rho))
         # (its Python twin: the same arithmetic, and making a model compiles nothing; the

@@ -378,9 +378,7 @@ class Engine:
         for gi, k in changed:
             group = self.groups[gi]
             owners = group[3]
-            if k not in owners:
-                continue  # (a twin: its slot is its owner's)
-            slot = owners.index(k)
+            slot = owners.index(k)  # (``gi`` is set for a slot's owner only)
             stacked = group[2]
             for i, a in enumerate(stack[k].basis._params()):
                 a = np.asarray(a)
