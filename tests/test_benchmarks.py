@@ -293,6 +293,18 @@ def test_fallback_scores_every_model_from_the_first_sample(tmp_path):
 
 
 @pytest.mark.slow
+def test_distribution_reads_times_every_protocol_against_the_point_prediction(tmp_path):
+    out = tmp_path / "reads.json"
+    row = _run_main("distribution_reads", ["--n", "200", "--repeats", "1", "--n-warmup", "300",
+                                           "--label", "tiny", "--out", str(out)])[1]
+    assert json.loads(out.read_text()) == {"tiny": json.loads(json.dumps(row))}
+    reads = _load("distribution_reads")
+    assert set(row["samples_per_s"]) == set(reads.PROTOCOLS)
+    for protocol, rate in row["samples_per_s"].items():
+        assert rate > 0 and row["ratio_to_point"][protocol] == rate / row["samples_per_s"]["point"]
+
+
+@pytest.mark.slow
 def test_memory_measures_each_row_in_its_own_process(tmp_path):
     out = tmp_path / "memory.json"
     payload = _run_main("memory", ["--sizes", "6", "8", "--n-warmup", "40", "--after", "5",

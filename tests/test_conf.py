@@ -480,6 +480,81 @@ def test_metrics_score_the_recalibrated_distribution_exactly():
     assert G.mu == pytest.approx(m1, rel=1e-12) and G.sigma == pytest.approx(m2 ** 0.5, rel=1e-12)
 
 
+def test_a_mixture_s_quantile_does_not_cycle():
+    # components of very different widths: Newton's steps on this mixture's CDF went back and
+    # forth between two points (the bracket shrinking by rounding only) and the quantile at
+    # 0.75 came out at the level 0.642; each level is now found to rounding
+    mix = GaussianMixture([0.1, 0.48, 0.42], [3.4, 2.7, -1.2], [0.12**2, 2.92**2, 0.97**2])
+    G = RecalibratedDistribution(mix, [0.0, 1.0], [0.0, 1.0])
+    p = np.array([0.05, 0.25, 0.5, 0.75, 0.95])
+    np.testing.assert_allclose(G.cdf(G.quantile(p)), p, rtol=0, atol=1e-14)
+    interval = G.interval(0.5)
+    assert G.cdf(interval.lower) == pytest.approx(0.25, abs=1e-14)
+    assert G.cdf(interval.upper) == pytest.approx(0.75, abs=1e-14)
+    # the map's kinks (the quantiles at its knots) are found alike
+    moved = RecalibratedDistribution(mix, [0.0, 0.3, 0.75, 1.0], [0.0, 0.2, 0.8, 1.0])
+    np.testing.assert_allclose(mix.cdf(moved._kinks()[0]), 0.3, atol=1e-14)
+    np.testing.assert_allclose(mix.cdf(moved._kinks()[1]), 0.75, atol=1e-14)
+
+
+@st.composite
+def uneven(draw):
+    """A recalibrated mixture whose components' widths span a factor of up to 150 (where a
+    mixture's CDF bends sharply: the quantiles' hard case), with a map of up to 8 inner knots."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**31)))
+    k = int(rng.integers(2, 6))
+    loc, scale = draw(st.floats(-1e3, 1e3)), draw(st.floats(1e-2, 1e2))
+    means = loc + scale * rng.uniform(-5.0, 5.0, k)
+    sds = scale * 10.0 ** rng.uniform(-1.5, 0.7, k)
+    n = int(rng.integers(0, 9))
+    ku = np.sort(rng.uniform(1e-4, 1 - 1e-4, n))
+    kp = np.sort(rng.uniform(1e-4, 1 - 1e-4, n))
+    hypothesis_assume(n < 2 or min(np.diff(ku).min(), np.diff(kp).min()) > 1e-4)
+    mix = GaussianMixture(rng.uniform(0.05, 1.0, k), means, sds ** 2)
+    return RecalibratedDistribution(mix, [0.0, *ku, 1.0], [0.0, *kp, 1.0])
+
+
+def hypothesis_assume(condition):
+    from hypothesis import assume
+
+    assume(condition)
+
+
+@settings(max_examples=60, deadline=None)
+@given(uneven())
+def test_quantiles_and_moments_of_uneven_mixtures(G):
+    # the quantiles invert the CDF at the map's knots and at the usual levels: each level is
+    # reached within a few roundings of the quantile (the map's slope may be 1e4: its CDF
+    # moves faster than the quantile's last digit)
+    p = np.concatenate((G.knots_p[1:-1], [0.05, 0.25, 0.5, 0.75, 0.95]))
+    q = G.quantile(p)
+    near = 1e-13 * (np.abs(q) + float(G._parts.s.min()))
+    assert (G.cdf(q - near) <= p + 1e-15).all() and (G.cdf(q + near) >= p - 1e-15).all()
+    # the closed-form moments against Gauss-Legendre quadrature of the density between its
+    # kinks, on pieces no wider than each component's scale near it, over the components'
+    # means plus or minus 40 of the widest one's sd
+    parts = G._parts
+    c = float(parts.w @ parts.m)
+    reach = 40.0 * float(parts.s.max()) + float(np.abs(parts.m - c).max())
+    steps = np.array([-16.0, -8.0, -4.0, -2.0, -1.0, 0.0, 1.0, 2.0, 4.0, 8.0, 16.0])
+    edges = np.unique(np.concatenate(([c - reach], G._kinks(),
+                                      (parts.m[:, None] + parts.s[:, None] * steps).ravel(),
+                                      [c + reach])))
+    m1 = _piecewise_integral(lambda z: (z - c) * G(z), edges)
+    m2 = _piecewise_integral(lambda z: (z - c) ** 2 * G(z), edges)
+    sd = math.sqrt(m2 - m1 * m1)
+    assert G.mu == pytest.approx(c + m1, abs=1e-10 * sd)
+    assert G.sigma == pytest.approx(sd, rel=1e-9)
+
+
+def test_an_unmoved_distribution_has_its_base_s_moments_and_density():
+    mix = GaussianMixture([0.3, 0.7], [-1.0, 2.0], [0.5, 2.0])
+    G = RecalibratedDistribution(mix, [0.0, 1.0], [0.0, 1.0])
+    assert (G.mu, G.sigma) == (mix.mu, mix.sigma)
+    for y in (-3.0, 0.1, 2.0, 9.0):
+        assert G.log_pdf(y) == pytest.approx(mix.log_pdf(y), rel=1e-14)
+
+
 def test_the_distribution_is_not_a_number():
     G = RecalibratedDistribution(gaussian(0.0, 1.0), [0.0, 1.0], [0.0, 1.0])
     with pytest.raises(TypeError, match="not a number"):

@@ -9,17 +9,18 @@ import numbers
 import numpy as np
 from river import proba
 from river.conf import Interval
-from scipy.special import logsumexp, ndtr, ndtri
+from scipy.special import ndtr, ndtri
 
 from river_doebe import calibration
-from river_doebe.distributions import _NotANumber
+from river_doebe.distributions import GaussianMixture, _NotANumber
+from river_doebe.kernels.jit import kernel
 
 __all__ = ["RecalibratedDistribution"]
 
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
-#: Gauss-Legendre nodes and weights on [-1, 1] for the pieces of the moments' quadratures
-_GL_X, _GL_W = np.polynomial.legendre.leggauss(8)
+#: Gauss-Legendre nodes on [-1, 1]: the grid of the mode's search, on each piece
+_GL_X = np.polynomial.legendre.leggauss(8)[0]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -31,7 +32,7 @@ class _Components:
     """A Gaussian or a mixture of Gaussians as arrays, with vectorised CDF, survival function,
     log density and quantile function (the mixture's quantiles by safeguarded Newton steps)."""
 
-    __slots__ = ("w", "m", "s", "log_w")
+    __slots__ = ("w", "m", "s", "log_w", "log_s")
 
     def __init__(self, dist):
         parts = calibration._read(dist, "Recalibrated")
@@ -51,6 +52,7 @@ class _Components:
         self.w, self.m, self.s = w, m, s
         with np.errstate(divide="ignore"):
             self.log_w = np.log(w)
+        self.log_s = np.log(s)
 
     def cdf_sf(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         z = (np.asarray(y, dtype=np.float64)[..., None] - self.m) / self.s
@@ -58,7 +60,14 @@ class _Components:
 
     def log_pdf(self, y: np.ndarray) -> np.ndarray:
         z = (np.asarray(y, dtype=np.float64)[..., None] - self.m) / self.s
-        return logsumexp(self.log_w - 0.5 * z * z - np.log(self.s), axis=-1) - _HALF_LOG_2PI
+        terms = self.log_w - 0.5 * z * z - self.log_s
+        # log-sum-exp over the components, shifted by the largest term (NumPy's: SciPy's
+        # array-API logsumexp costs ten times as much on a few dozen terms)
+        top = terms.max(axis=-1)
+        shift = np.where(np.isfinite(top), top, 0.0)
+        with np.errstate(divide="ignore"):
+            return (np.log(np.exp(terms - shift[..., None]).sum(axis=-1)) + shift
+                    - _HALF_LOG_2PI)
 
     def quantile(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
         """The quantiles at levels ``u`` given with their complements ``v = 1 - u`` (each
@@ -70,28 +79,70 @@ class _Components:
         comp = self.m + self.s * score[..., None]
         if self.w.size == 1:
             return comp[..., 0]
-        # a mixture's CDF is a weighted mean of its components' CDFs, so its quantile lies
-        # between the smallest and the largest of the components' quantiles at that level
-        lo, hi = comp.min(axis=-1), comp.max(axis=-1)
-        x = comp @ self.w
         target = np.where(upper, v, u)
         tol = 1e-14 * (np.abs(comp).max(axis=-1) + self.s.min())
+        shape = comp.shape[:-1]
+        out = np.empty(shape)
+        _mixture_quantiles(self.w, self.m, self.s, comp.reshape(-1, self.w.size),
+                           target.ravel(), upper.ravel(), tol.ravel(), out.reshape(-1))
+        return out
+
+
+_SQRT_HALF = math.sqrt(0.5)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+@kernel()
+def _mixture_quantiles(w, m, s, comp, target, upper, tol, out):
+    """The quantiles of the mixture ``sum_k w_k N(m_k, s_k^2)``, one a row of ``comp`` (its
+    components' quantiles at the level), into ``out``: the root of ``F(x) = target`` in the
+    lower half, of ``1 - F(x) = target`` in the upper half (``upper``; each level's one tail,
+    where it is accurate), to ``tol``, by safeguarded Newton steps.
+
+    A mixture's CDF is a weighted mean of its components' CDFs, so its quantile lies between
+    the smallest and the largest of the components' quantiles: the first bracket, around their
+    weighted mean. A Newton step that leaves the bracket, or that is not at most half the step
+    before last (Newton can cycle between two points of a mixture's CDF), is replaced by the
+    bracket's midpoint (rtsafe, Press et al., Numerical Recipes 9.4)."""
+    K = w.shape[0]
+    for i in range(comp.shape[0]):
+        lo = np.inf
+        hi = -np.inf
+        x = 0.0
+        for k in range(K):
+            q = comp[i, k]
+            lo = min(lo, q)
+            hi = max(hi, q)
+            x += w[k] * q
+        sign = -1.0 if upper[i] else 1.0
+        moved = hi - lo
+        moved_before = moved
         for _ in range(100):
-            f, s = self.cdf_sf(x)
             # h increases with x: F - u in the lower half, (1 - u) - S in the upper half
-            h = np.where(upper, target - s, f - target)
-            lo = np.where(h < 0.0, x, lo)
-            hi = np.where(h > 0.0, x, hi)
-            dens = np.exp(self.log_pdf(x))
-            step = np.divide(h, dens, out=np.full_like(h, np.inf), where=dens > 0.0)
-            new = x - step
-            # a Newton step that leaves the bracket is replaced by its midpoint
-            new = np.where((new >= lo) & (new <= hi), new, 0.5 * (lo + hi))
-            done = (np.abs(new - x) <= tol) | (h == 0.0) | (hi - lo <= tol)
-            x = np.where(h == 0.0, x, new)
-            if done.all():
+            tail = 0.0
+            dens = 0.0
+            for k in range(K):
+                z = (x - m[k]) / s[k]
+                tail += w[k] * (0.5 * math.erfc(-sign * z * _SQRT_HALF))
+                dens += w[k] / s[k] * math.exp(-0.5 * z * z)
+            dens *= _INV_SQRT_2PI  # (0 where every component's underflows)
+            h = sign * (tail - target[i])
+            if h == 0.0:
                 break
-        return x
+            if h < 0.0:
+                lo = x
+            else:
+                hi = x
+            step = h / dens if dens > 0.0 else np.inf
+            new = x - step
+            if not (lo <= new <= hi and 2.0 * abs(step) <= moved_before):
+                new = 0.5 * (lo + hi)
+            moved_before = moved
+            moved = abs(new - x)
+            x = new
+            if moved <= tol[i] or hi - lo <= tol[i]:
+                break
+        out[i] = x
 
 
 # ---------------------------------------------------------------------------------------------
@@ -111,8 +162,10 @@ class RecalibratedDistribution(_NotANumber, proba.base.ContinuousDistribution):
     upper tail), its density ``g'(F(y)) f(y)`` (finite and positive wherever ``f`` is, as every
     slope of ``g`` is), its quantiles ``F^{-1}(g^{-1}(p))``. It is a proper distribution: the CDF
     rises from 0 to 1 and the density integrates to 1. Its mean and standard deviation
-    (``mu``, ``sigma``) are computed, when first asked for, by quadrature between its
-    pieces, to about 10 digits.
+    (``mu``, ``sigma``) are computed when first asked for, in closed form: between two
+    consecutive quantiles of ``F`` at the map's knots ``G``'s density is ``F``'s times the
+    map's slope, and a Gaussian component's partial moments between two points are sums of its
+    CDF and density there.
 
     Parameters
     ----------
@@ -229,6 +282,11 @@ class RecalibratedDistribution(_NotANumber, proba.base.ContinuousDistribution):
 
     def log_pdf(self, y):
         """``log g'(F(y)) + log f(y)``: finite wherever ``F``'s log density is."""
+        if self.knots_u.size == 2:  # the identity map: G is F
+            if np.ndim(y) == 0 and isinstance(self.base, GaussianMixture):
+                return self.base.log_pdf(y)  # (its own, without reading it into arrays)
+            out = self._parts.log_pdf(y)
+            return float(out) if np.ndim(y) == 0 else out
         f, s = self._parts.cdf_sf(y)
         # the segment of g holding F(y), found on F in the lower half and on 1 - F above
         low = np.searchsorted(self.knots_u, f, side="right") - 1
@@ -297,16 +355,34 @@ class RecalibratedDistribution(_NotANumber, proba.base.ContinuousDistribution):
 
     def _mv(self) -> tuple[float, float]:
         if self._moments is None:
-            # from the CDF on the pieces: E[Y] = b + int_b (1 - G), E[(Y - b)^2] = int_b 2 (z -
-            # b)(1 - G), b the first break (the mass below it is negligible)
-            b = self.crps_breaks()
-            half = 0.5 * np.diff(b)
-            x = (0.5 * (b[1:] + b[:-1]))[:, None] + half[:, None] * _GL_X
-            w = half[:, None] * _GL_W
-            tail = self.sf(x)
-            m1 = float((w * tail).sum())
-            m2 = float((w * 2.0 * (x - b[0]) * tail).sum())
-            self._moments = (float(b[0] + m1), max(m2 - m1 * m1, 0.0))
+            # G's density is slope_j f between q_j = F^{-1}(knots_u[j]) and q_{j+1} (the kinks,
+            # with q = -inf and +inf at the ends), so its moments are the slopes times the
+            # partial moments of F's Gaussian components between the kinks, in closed form:
+            # with t = (y - m) / s, int_a^b (y - c) N(y; m, s^2) dy = d dPhi - s dphi and
+            # int_a^b (y - c)^2 N(y; m, s^2) dy = (d^2 + s^2) dPhi - 2 d s dphi - s^2 d(t phi),
+            # d = m - c, the differences taken between the ends' t. About F's mean c, so that
+            # the variance does not cancel
+            if self.knots_u.size == 2:  # the identity map: G is F
+                mu, sd = float(self.base.mu), float(self.base.sigma)
+                self._moments = (mu, sd * sd)
+                return self._moments
+            parts = self._parts
+            m, s = parts.m, parts.s
+            c = float(parts.w @ m)
+            t = (np.concatenate(([-np.inf], self._kinks(), [np.inf]))[:, None] - m) / s
+            lo, hi = t[:-1], t[1:]
+            # each component's mass on each piece, from the tail where it is accurate
+            mass = np.where(lo > 0.0, ndtr(-lo) - ndtr(-hi), ndtr(hi) - ndtr(lo))
+            phi = np.exp(-0.5 * t * t - _HALF_LOG_2PI)  # (0 at the infinite ends)
+            tphi = np.where(np.isfinite(t), t, 0.0) * phi
+            dphi, dtphi = np.diff(phi, axis=0), np.diff(tphi, axis=0)
+            d = m - c
+            first = d * mass - s * dphi
+            second = (d * d + s * s) * mass - 2.0 * d * s * dphi - s * s * dtphi
+            slopes = np.diff(self.knots_p) / np.diff(self.knots_u)
+            m1 = float(slopes @ (first @ parts.w))
+            m2 = float(slopes @ (second @ parts.w))
+            self._moments = (c + m1, max(m2 - m1 * m1, 0.0))
         return self._moments
 
     @property
