@@ -58,6 +58,10 @@ class _Components:
         z = (np.asarray(y, dtype=np.float64)[..., None] - self.m) / self.s
         return ndtr(z) @ self.w, ndtr(-z) @ self.w
 
+    def cdf(self, y: np.ndarray) -> np.ndarray:
+        """The first of :meth:`cdf_sf`, alone (half its work)."""
+        return ndtr((np.asarray(y, dtype=np.float64)[..., None] - self.m) / self.s) @ self.w
+
     def log_pdf(self, y: np.ndarray) -> np.ndarray:
         z = (np.asarray(y, dtype=np.float64)[..., None] - self.m) / self.s
         terms = self.log_w - 0.5 * z * z - self.log_s
@@ -274,7 +278,8 @@ class RecalibratedDistribution(_NotANumber, proba.base.ContinuousDistribution):
 
     def cdf(self, y):
         """``G(y) = g(F(y))`` (a number, or an array for an array ``y``)."""
-        return self.cdf_sf(y)[0]
+        g = np.interp(self._parts.cdf(y), self.knots_u, self.knots_p)
+        return float(g) if np.ndim(y) == 0 else g
 
     def sf(self, y):
         """``1 - G(y)``, accurate in the upper tail."""
