@@ -345,7 +345,9 @@ def crps(y_pred: Any, y: float, who: str = "crps") -> float:
                 return crps(base, y, who)
             own = getattr(y_pred, "crps_breaks", None)
             breaks = own() if callable(own) else y_pred.quantile(_CRPS_LEVELS)
-            return crps_from_cdf(y_pred.cdf, float(y), breaks)
+            # (a recalibrated distribution's CDF without its negligible components)
+            cdf = getattr(y_pred, "_crps_cdf", y_pred.cdf)
+            return crps_from_cdf(cdf, float(y), breaks)
         raise _cannot_read(who, y_pred)
     if len(parts) == 2:
         return crps_gaussian(parts[0], parts[1], float(y))

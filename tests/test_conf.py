@@ -547,6 +547,31 @@ def test_quantiles_and_moments_of_uneven_mixtures(G):
     assert G.sigma == pytest.approx(sd, rel=1e-9)
 
 
+def test_the_crps_leaves_out_only_components_lighter_than_its_rounding():
+    # an ensemble's members keep weights down to 1e-100: two such, narrow and far out, would
+    # set the quadrature's pieces (their width, the span); the CRPS reads the others
+    heavy = ([0.45, 0.55], [-1.0, 1.5], [1.0, 0.3])
+    light = ([1e-40, 1e-17], [40.0, -60.0], [1e-8, 1e-6])
+    mix = GaussianMixture(*(a + b for a, b in zip(heavy, light)))
+    knots = ([0.0, 0.2, 0.7, 1.0], [0.0, 0.1, 0.8, 1.0])
+    G = RecalibratedDistribution(mix, *knots)
+    H = RecalibratedDistribution(GaussianMixture(*heavy), *knots)
+    assert G._crps_parts.w.size == 2
+    np.testing.assert_array_equal(G.crps_breaks(), H.crps_breaks())
+    for y in (-3.0, 0.2, 2.5):
+        assert crps(G, y) == pytest.approx(crps(H, y), rel=1e-14)
+        b = np.unique(np.append(G.crps_breaks(), y))
+        inner = sum(integrate.quad(lambda z, y=y: (G.cdf(z) - (z >= y)) ** 2, a, c, limit=200,
+                                   epsabs=1e-14)[0] for a, c in zip(b[:-1], b[1:]))
+        assert crps(G, y) == pytest.approx(inner, rel=1e-9)
+    # a component is left out only while the weights left out sum to at most 1e-15
+    parts = RecalibratedDistribution(GaussianMixture([1e-15, 1e-15, 1.0], [0.0, 1.0, 2.0],
+                                                     [1.0, 1.0, 1.0]), *knots)._crps_parts
+    np.testing.assert_allclose(parts.w, [1e-15, 1.0], rtol=1e-12)  # (normalised)
+    one = RecalibratedDistribution(gaussian(0.0, 1.0), *knots)._crps_parts
+    assert one.w.size == 1
+
+
 def test_an_unmoved_distribution_has_its_base_s_moments_and_density():
     mix = GaussianMixture([0.3, 0.7], [-1.0, 2.0], [0.5, 2.0])
     G = RecalibratedDistribution(mix, [0.0, 1.0], [0.0, 1.0])

@@ -62,6 +62,20 @@ class _Components:
         """The first of :meth:`cdf_sf`, alone (half its work)."""
         return ndtr((np.asarray(y, dtype=np.float64)[..., None] - self.m) / self.s) @ self.w
 
+    def without_lightest(self, mass: float) -> _Components:
+        """These components less the lightest ones, whose weights sum to at most ``mass`` (all
+        of them when none is that light)."""
+        order = np.argsort(self.w, kind="stable")
+        light = int(np.searchsorted(np.cumsum(self.w[order]), mass, side="right"))
+        light = min(light, self.w.size - 1)
+        if light == 0:
+            return self
+        keep = np.sort(order[light:])
+        out = _Components.__new__(_Components)
+        out.w, out.m, out.s = self.w[keep], self.m[keep], self.s[keep]
+        out.log_w, out.log_s = self.log_w[keep], self.log_s[keep]
+        return out
+
     def log_pdf(self, y: np.ndarray) -> np.ndarray:
         z = (np.asarray(y, dtype=np.float64)[..., None] - self.m) / self.s
         terms = self.log_w - 0.5 * z * z - self.log_s
@@ -91,6 +105,9 @@ class _Components:
                            target.ravel(), upper.ravel(), tol.ravel(), out.reshape(-1))
         return out
 
+
+#: the total weight of the lightest components that the CRPS's quadrature leaves out
+_NEGLIGIBLE = 1e-15
 
 _SQRT_HALF = math.sqrt(0.5)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -232,6 +249,7 @@ class RecalibratedDistribution(_NotANumber, proba.base.ContinuousDistribution):
         self._moments = None
         self._breaks = None
         self._kink_points = None
+        self._light = None
 
     @property
     def _ku_up(self) -> np.ndarray:
@@ -340,14 +358,29 @@ class RecalibratedDistribution(_NotANumber, proba.base.ContinuousDistribution):
             self._kink_points = self._quantile(inner, 1.0 - inner)
         return self._kink_points
 
+    @property
+    def _crps_parts(self) -> _Components:
+        """The components the CRPS's quadrature reads: all but the lightest, whose weights sum
+        to at most :data:`_NEGLIGIBLE` (an ensemble's members keep weights down to 1e-100).
+        Left out, they move ``F`` by less than its rounding, and the CRPS by less than that
+        times the map's steepest slope and the length of the integration."""
+        if self._light is None:
+            self._light = self._parts.without_lightest(_NEGLIGIBLE)
+        return self._light
+
+    def _crps_cdf(self, y):
+        """:meth:`cdf` of the components of :attr:`_crps_parts`: what :func:`river_doebe.
+        calibration.crps` integrates."""
+        return np.interp(self._crps_parts.cdf(y), self.knots_u, self.knots_p)
+
     def crps_breaks(self) -> np.ndarray:
-        """The pieces of the quadratures of the moments and of the CRPS: points between which
-        the density is smooth (the quantiles at the map's knots are among them), no further
-        apart than half the standard deviation of ``F`` or its narrowest component, and
-        spanning every component's mean plus or minus 8.5 standard deviations, outside of
-        which lies less than ``1e-17`` of each component's mass."""
+        """The pieces of the CRPS's quadrature: points between which the density is smooth
+        (the quantiles at the map's knots are among them), no further apart than half the
+        standard deviation of ``F`` or the narrowest of the components it reads
+        (:attr:`_crps_parts`), and spanning their means plus or minus 8.5 standard deviations,
+        outside of which lies less than ``1e-17`` of each one's mass."""
         if self._breaks is None:
-            parts = self._parts
+            parts = self._crps_parts
             mean = float(parts.w @ parts.m)
             sd = math.sqrt(float(parts.w @ (parts.s ** 2 + (parts.m - mean) ** 2)))
             lo = min(mean - 8.5 * sd, float((parts.m - 8.5 * parts.s).min()))
