@@ -572,6 +572,20 @@ def test_the_crps_leaves_out_only_components_lighter_than_its_rounding():
     assert one.w.size == 1
 
 
+def test_a_pickled_distribution_derives_its_numbers_again():
+    mix = GaussianMixture([0.3, 0.7], [-1.0, 2.0], [0.5, 2.0])
+    G = RecalibratedDistribution(mix, [0.0, 0.2, 0.7, 1.0], [0.0, 0.1, 0.8, 1.0])
+    before = (G.mu, G.sigma, crps(G, 0.4), G.interval(0.8), G.log_pdf(0.4))
+    state = pickle.loads(pickle.dumps(G)).__dict__
+    assert all(state[name] is None for name in RecalibratedDistribution._DERIVED)
+    # a pickle of an earlier version: caches in another layout, or none of the newer ones
+    old = dict(G.__dict__, _components="another layout")
+    del old["_light"]
+    H = RecalibratedDistribution.__new__(RecalibratedDistribution)
+    H.__setstate__(old)
+    assert (H.mu, H.sigma, crps(H, 0.4), H.interval(0.8), H.log_pdf(0.4)) == before
+
+
 def test_an_unmoved_distribution_has_its_base_s_moments_and_density():
     mix = GaussianMixture([0.3, 0.7], [-1.0, 2.0], [0.5, 2.0])
     G = RecalibratedDistribution(mix, [0.0, 1.0], [0.0, 1.0])

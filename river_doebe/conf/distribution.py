@@ -251,6 +251,16 @@ class RecalibratedDistribution(_NotANumber, proba.base.ContinuousDistribution):
         self._kink_points = None
         self._light = None
 
+    #: what is derived from the distribution, computed on first use
+    _DERIVED = ("_components", "_log_slopes", "_moments", "_breaks", "_kink_points", "_light")
+
+    def __setstate__(self, state: dict) -> None:
+        # what is derived is computed again: a pickle of an earlier version may hold it in
+        # another layout, or lack what this one derives
+        self.__dict__.update(state)
+        for name in self._DERIVED:
+            self.__dict__[name] = None
+
     @property
     def _ku_up(self) -> np.ndarray:
         """The map read from the top: ``1 - g(1 - w)`` runs through ``(1 - knots_u, 1 -
