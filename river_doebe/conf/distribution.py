@@ -35,6 +35,11 @@ class _Components:
     __slots__ = ("w", "m", "s", "log_w", "log_s")
 
     def __init__(self, dist):
+        if isinstance(dist, GaussianMixture) and dist.weights.size:
+            # a mixture is checked when made (its constructor; the engine's are valid by
+            # construction: positive weights, finite means, positive finite variances)
+            self._set(dist.weights, dist.means, np.sqrt(dist.variances))
+            return
         parts = calibration._read(dist, "Recalibrated")
         if parts is None:
             raise TypeError(
@@ -49,6 +54,9 @@ class _Components:
         if not (np.isfinite(m).all() and np.isfinite(s).all() and (s > 0.0).all()):
             raise ValueError("the predictive distribution must have finite means and positive, "
                              "finite standard deviations")
+        self._set(w, m, s)
+
+    def _set(self, w: np.ndarray, m: np.ndarray, s: np.ndarray) -> None:
         self.w, self.m, self.s = w, m, s
         with np.errstate(divide="ignore"):
             self.log_w = np.log(w)
