@@ -257,6 +257,8 @@ def test_throughput_limit_rows():
         "library, per sample, 1 thread", "library, blocks, 1 thread"}
     assert all(v > 0 for v in out["samples_per_second_best"].values())
     assert len(out["fractions"]) == 2 and all(v > 0 for v in out["fractions"].values())
+    assert out["fractions_after_first_block"].keys() == out["fractions"].keys()
+    assert all(v > 0 for v in out["fractions_after_first_block"].values())
 
 
 def test_the_busy_processes_end_with_the_block_whatever_ends_it():
