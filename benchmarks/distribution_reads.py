@@ -96,6 +96,29 @@ def run(n: int, repeats: int, n_warmup: int = 1000, chunk: int = 100) -> dict:
             "ratio_to_point": {p: rate[p] / rate["point"] for p in PROTOCOLS}}
 
 
+def markdown(doc: dict) -> str:
+    """A table of every run in ``doc`` (label: row): samples/s and the ratio to ``point``."""
+    lines = [
+        "# What reading EDOEBE()'s predictive distribution costs",
+        "",
+        "`python benchmarks/distribution_reads.py` (Friedman #1 after the warm-up; the protocols "
+        "take turns a chunk of samples at a time in one process; samples/s, and in brackets the "
+        "ratio to `predict_one(x)`'s). `dist`: `predict_one(x, with_dist=True)`; `moments`: "
+        "and its `mu`, `sigma`; `density`: and its `log_pdf(y)`; `interval`: and its "
+        "`interval(0.9)`; each then `learn_one`.",
+        "",
+        "| run | " + " | ".join(PROTOCOLS) + " | load |",
+        "|---|" + "---|" * (len(PROTOCOLS) + 1),
+    ]
+    for label, row in doc.items():
+        cells = [f"{row['samples_per_s'][p]:,.0f} ({row['ratio_to_point'][p]:.3f})"
+                 for p in PROTOCOLS]
+        loads = [v[0] for v in row["loads"]]
+        lines.append(f"| {label} | " + " | ".join(cells)
+                     + f" | {min(loads):.1f}-{max(loads):.1f} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=3000, help="samples streamed after the warm-up")
@@ -105,7 +128,8 @@ def main(argv=None) -> dict:
                    help="another version of river_doebe/conf/distribution.py to measure")
     p.add_argument("--label", default="this version")
     p.add_argument("--out", type=Path, default=HERE / "results" / "distribution_reads.json",
-                   help="the JSON file; each run adds its label's row")
+                   help="the JSON file; each run adds its label's row (and the table of all "
+                   "its rows, beside it as .md)")
     a = p.parse_args(argv)
     if a.distribution_module:
         _use_module(a.distribution_module)
@@ -117,6 +141,7 @@ def main(argv=None) -> dict:
     doc[a.label] = row
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(doc, indent=1) + "\n")
+    a.out.with_suffix(".md").write_text(markdown(doc))
     return row
 
 

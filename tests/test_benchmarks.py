@@ -300,6 +300,7 @@ def test_distribution_reads_times_every_protocol_against_the_point_prediction(tm
     row = _run_main("distribution_reads", ["--n", "200", "--repeats", "1", "--n-warmup", "300",
                                            "--label", "tiny", "--out", str(out)])[1]
     assert json.loads(out.read_text()) == {"tiny": json.loads(json.dumps(row))}
+    assert "| tiny | " in out.with_suffix(".md").read_text()
     reads = _load("distribution_reads")
     assert set(row["samples_per_s"]) == set(reads.PROTOCOLS)
     for protocol, rate in row["samples_per_s"].items():
