@@ -422,19 +422,14 @@ def limit_rows(n: int = 2048, repeats: int = 3, members: int = 90, features: int
         loads.append(_load())
     rates = {name: [r[name] for r in runs] for name in names.values()}
     best = {name: max(r) for name, r in rates.items()}
-    per_run = {
-        "per sample, 1 thread / minimal sweep per sample": [
-            r[names["library", "sample"]] / r[names["sweep", "sample"]] for r in runs],
-        "blocks, 1 thread / minimal sweep blocked": [
-            r[names["library", "block"]] / r[names["sweep", "block"]] for r in runs],
-    }
+    def ratios(of: list) -> dict:
+        return {f"{label}, 1 thread / minimal sweep {sweep}": [
+            r[names["library", path]] / r[names["sweep", path]] for r in of]
+            for path, label, sweep in (("sample", "per sample", "per sample"),
+                                       ("block", "blocks", "blocked"))}
+
+    per_run, steady_per_run = ratios(runs), ratios(steady_runs)
     fractions = {name: float(np.median(v)) for name, v in per_run.items()}
-    steady_per_run = {
-        "per sample, 1 thread / minimal sweep per sample": [
-            r[names["library", "sample"]] / r[names["sweep", "sample"]] for r in steady_runs],
-        "blocks, 1 thread / minimal sweep blocked": [
-            r[names["library", "block"]] / r[names["sweep", "block"]] for r in steady_runs],
-    }
     steady = {name: float(np.median(v)) for name, v in steady_per_run.items()}
     for name, r in rates.items():
         print(f"  limit {name}: {best[name]:,.0f}/s (runs {', '.join(f'{x:,.0f}' for x in r)})",

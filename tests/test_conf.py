@@ -10,7 +10,7 @@ import pickle
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from river import base, linear_model, preprocessing
 from scipy import integrate
@@ -509,15 +509,9 @@ def uneven(draw):
     n = int(rng.integers(0, 9))
     ku = np.sort(rng.uniform(1e-4, 1 - 1e-4, n))
     kp = np.sort(rng.uniform(1e-4, 1 - 1e-4, n))
-    hypothesis_assume(n < 2 or min(np.diff(ku).min(), np.diff(kp).min()) > 1e-4)
+    assume(n < 2 or min(np.diff(ku).min(), np.diff(kp).min()) > 1e-4)
     mix = GaussianMixture(rng.uniform(0.05, 1.0, k), means, sds ** 2)
     return RecalibratedDistribution(mix, [0.0, *ku, 1.0], [0.0, *kp, 1.0])
-
-
-def hypothesis_assume(condition):
-    from hypothesis import assume
-
-    assume(condition)
 
 
 @settings(max_examples=60, deadline=None)

@@ -80,8 +80,7 @@ class _Components:
             return self
         keep = np.sort(order[light:])
         out = _Components.__new__(_Components)
-        out.w, out.m, out.s = self.w[keep], self.m[keep], self.s[keep]
-        out.log_w, out.log_s = self.log_w[keep], self.log_s[keep]
+        out._set(self.w[keep], self.m[keep], self.s[keep])
         return out
 
     def log_pdf(self, y: np.ndarray) -> np.ndarray:
@@ -323,9 +322,7 @@ class RecalibratedDistribution(_NotANumber, proba.base.ContinuousDistribution):
 
     def log_pdf(self, y):
         """``log g'(F(y)) + log f(y)``: finite wherever ``F``'s log density is."""
-        if self.knots_u.size == 2:  # the identity map: G is F
-            if np.ndim(y) == 0 and isinstance(self.base, GaussianMixture):
-                return self.base.log_pdf(y)  # (its own, without reading it into arrays)
+        if self.knots_u.size == 2:  # the identity map: G is F (one segment, of slope 1)
             out = self._parts.log_pdf(y)
             return float(out) if np.ndim(y) == 0 else out
         f, s = self._parts.cdf_sf(y)

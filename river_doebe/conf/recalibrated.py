@@ -334,8 +334,7 @@ class Recalibrated(base.Wrapper, base.Regressor):
     @property
     def gate_open_(self) -> bool:
         """With ``gate=True``: whether the next prediction's distribution is recalibrated."""
-        at = self._gate_at
-        return bool(self._state[at + _kernels.G_OPEN])
+        return bool(self._state[self._gate_at + _kernels.G_OPEN])
 
     @property
     def _gate_at(self) -> int:
