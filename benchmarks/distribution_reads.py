@@ -17,7 +17,7 @@ Reported: samples/s of each (its chunks' best over the repeats, summed) and its 
 ``river_doebe.conf.distribution`` that compute the moments, the density and the quantiles by
 those of another version of that module (an A/B of two versions in separate processes).
 
-    python benchmarks/distribution_reads.py [--n 3000] [--repeats 5]
+    python benchmarks/distribution_reads.py [--n 3000] [--repeats 5] [--busy]
 """
 
 from __future__ import annotations
@@ -127,13 +127,23 @@ def main(argv=None) -> dict:
     p.add_argument("--distribution-module", default=None, metavar="FILE",
                    help="another version of river_doebe/conf/distribution.py to measure")
     p.add_argument("--label", default="this version")
+    p.add_argument("--busy", action="store_true",
+                   help="with two CPU-bound processes of another program beside it "
+                   "(throughput.py's busy rows' processes, ended by the script)")
     p.add_argument("--out", type=Path, default=HERE / "results" / "distribution_reads.json",
                    help="the JSON file; each run adds its label's row (and the table of all "
                    "its rows, beside it as .md)")
     a = p.parse_args(argv)
     if a.distribution_module:
         _use_module(a.distribution_module)
-    row = run(a.n, a.repeats, a.n_warmup)
+    if a.busy:
+        from throughput import busy_machine
+
+        with busy_machine(2):
+            row = run(a.n, a.repeats, a.n_warmup)
+    else:
+        row = run(a.n, a.repeats, a.n_warmup)
+    row["busy"] = a.busy
     for proto in PROTOCOLS:
         print(f"  {a.label}: {proto:9s} {row['samples_per_s'][proto]:8,.0f} samples/s "
               f"({row['ratio_to_point'][proto]:.3f} of point)", flush=True)
