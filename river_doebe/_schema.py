@@ -217,6 +217,12 @@ def check_row(x: Any) -> None:
 
 def _check_values(names, vals):
     for name, v in zip(names, vals):
+        if v is None:
+            raise TypeError(
+                f"feature {name!r} is None; a missing value is a key left out of the sample "
+                "(see the input policy: a standardising model reads it as at its mean), or "
+                "impute it first (river's preprocessing.StatImputer)"
+            )
         if isinstance(v, str | bytes) or not isinstance(v, numbers.Real | np.bool_):
             raise TypeError(
                 f"feature {name!r} has a value of type {type(v).__name__} ({v!r}); "
@@ -235,7 +241,10 @@ def _check_finite(name: Hashable, v: Any) -> None:
             f"feature {name!r} is {_short(v)}, too large for a float; rescale it"
         ) from None
     if not math.isfinite(f):
-        raise ValueError(f"feature {name!r} is {v!r}; NaN and infinity are not accepted")
+        raise ValueError(
+            f"feature {name!r} is {v!r}; NaN and infinity are not accepted (a missing value is "
+            "a key left out of the sample)"
+        )
 
 
 def _short(v: Any) -> str:

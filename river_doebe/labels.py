@@ -76,7 +76,8 @@ class Labels:
                     return self, code, False
             raise ValueError(
                 f"this classifier is binary and has seen the labels {labels[0]!r} and "
-                f"{labels[1]!r}; got a third label {y!r}"
+                f"{labels[1]!r}; got a third label {y!r} (for more classes, wrap it in river's "
+                "multiclass.OneVsRestClassifier)"
             )
         (known,) = labels
         if same_label(known, y):

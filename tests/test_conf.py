@@ -588,6 +588,15 @@ def test_an_unmoved_distribution_has_its_base_s_moments_and_density():
         assert G.log_pdf(y) == pytest.approx(mix.log_pdf(y), rel=1e-14)
 
 
+def test_the_distribution_prints_its_mean_and_standard_deviation():
+    """As river's distributions print (and the package's GaussianMixture): what a user reads
+    from ``predict_one(x, with_dist=True)`` at a prompt."""
+    G = RecalibratedDistribution(GaussianMixture([0.3, 0.7], [-1.0, 2.0], [0.5, 2.0]),
+                                 [0.0, 0.4, 1.0], [0.0, 0.5, 1.0])
+    assert str(G) == repr(G) == (f"RecalibratedDistribution(GaussianMixture, 1 inner knot, "
+                                 f"μ={G.mu:.3f}, σ={G.sigma:.3f})")
+
+
 def test_the_distribution_is_not_a_number():
     G = RecalibratedDistribution(gaussian(0.0, 1.0), [0.0, 1.0], [0.0, 1.0])
     with pytest.raises(TypeError, match="not a number"):

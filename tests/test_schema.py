@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from river import compose, evaluate, linear_model, metrics, preprocessing
+from river import compose, evaluate, linear_model, metrics, preprocessing, stats
 
 from river_doebe import DOBE, DOEBE, EDOEBE, DOBEClassifier, EDOEBEClassifier
 from river_doebe._schema import Schema
@@ -286,6 +286,27 @@ def test_an_integer_beyond_the_float_range_is_named():
         model.learn_one({"a": 1.0, "b": 2.0}, 10**400)
     with pytest.raises(ValueError, match="'b'.*too large"):
         model.predict_one({"a": 1.0, "b": -(10**400)})
+
+
+def test_a_missing_value_is_refused_with_what_to_do_instead():
+    """river marks a missing value as ``None`` (its ``StatImputer`` fills them) and pandas as NaN:
+    the error names the feature and says that a missing value is a key left out (or imputed)."""
+    model = EDOEBE(n_warmup=10)
+    model.learn_one({"a": 1.0, "b": 2.0}, 1.0)
+    before = pickle.dumps(model)
+    with pytest.raises(TypeError, match="'b' is None; a missing value is a key left out.*"
+                                        "StatImputer"):
+        model.learn_one({"a": 1.0, "b": None}, 1.0)
+    with pytest.raises(ValueError, match="'b' is nan.*a missing value is a key left out"):
+        model.learn_one({"a": 1.0, "b": math.nan}, 1.0)
+    with pytest.raises(TypeError, match="'b' is None"):
+        model.predict_one({"a": 1.0, "b": None})
+    assert pickle.dumps(model) == before
+    model.learn_one({"a": 1.0}, 1.0)  # the key left out: learnt
+    imputed = preprocessing.StatImputer(("b", stats.Mean())) | DOBE()
+    for t in range(5):
+        imputed.learn_one({"a": float(t), "b": None if t % 2 else float(t)}, float(t))
+    assert math.isfinite(imputed.predict_one({"a": 1.0, "b": None}))
 
 
 def test_pandas_nullable_and_extension_dtypes():

@@ -470,8 +470,9 @@ class RecalibratedDistribution(_NotANumber, proba.base.ContinuousDistribution):
         raise NotImplementedError("a predictive distribution is computed, not estimated")
 
     def __repr__(self) -> str:
-        return (f"RecalibratedDistribution({type(self.base).__name__}, "
-                f"{self.knots_u.size - 2} inner knots)")
+        k = self.knots_u.size - 2
+        return (f"RecalibratedDistribution({type(self.base).__name__}, {k} inner "
+                f"knot{'s' if k != 1 else ''}, μ={self.mu:.3f}, σ={self.sigma:.3f})")
 
     __str__ = __repr__
 
