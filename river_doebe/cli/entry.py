@@ -1,4 +1,4 @@
-"""The entry point of ``river-doebe``: the argument parser and the two subcommands."""
+"""The entry point of ``river-doebe``: the argument parser and the subcommands."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ from river_doebe.cli.streams import (
     load_stream,
 )
 
-__all__ = ["build_parser", "cmd_evaluate", "cmd_list", "fit_warmup", "main", "peer_keys",
-           "recalibrated_spec", "warmup_settings"]
+__all__ = ["build_parser", "cmd_compile", "cmd_evaluate", "cmd_list", "fit_warmup", "main",
+           "peer_keys", "recalibrated_spec", "warmup_settings"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Dynamic online ensembles of basis expansions (Waxman & Djuric, TMLR 2024) "
         "for river: evaluate them against river's own regressors.",
     )
-    sub = parser.add_subparsers(dest="command", metavar="{evaluate,list}")
+    sub = parser.add_subparsers(dest="command", metavar="{evaluate,list,compile}")
     sub.required = True
 
     ev = sub.add_parser(
@@ -132,6 +132,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("list", help="list the streams, models and peers",
                    description="List the streams (and whether their data are available), "
                    "the river-doebe models and the river peers.")
+    comp = sub.add_parser(
+        "compile", help="compile the kernels into Numba's on-disk cache, ahead of first use",
+        description="Run every model of the package on a few hundred generated samples, so "
+        "that Numba compiles its kernels now and files them in its on-disk cache (beside the "
+        "package, or in $NUMBA_CACHE_DIR): a later process reads them from there instead of "
+        "compiling at its first model. Run it where the package is installed: in a container "
+        "image's build, on each node of a Ray cluster.")
+    comp.add_argument("--no-threads", action="store_true",
+                      help="leave out the parallel twins of the ensembles' kernels (those the "
+                      "ensembles time against one thread on a stream)")
     return parser
 
 
@@ -171,6 +181,22 @@ def peer_keys(args: argparse.Namespace) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 # Subcommands
 # ---------------------------------------------------------------------------------------------
+
+
+def cmd_compile(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    import numba
+
+    from river_doebe.precompile import precompile
+
+    out = out or sys.stdout
+    report = precompile(threads=not args.no_threads,
+                        progress=lambda name: print(f"  {name}", file=out, flush=True))
+    folder = numba.config.CACHE_DIR  # type: ignore[attr-defined, unused-ignore]
+    where = folder or ("beside the package (its __pycache__ folders), or the user's cache "
+                       "folder where those are read-only")
+    print(f"{report['models']} models run: {report['compiles']} compiles, "
+          f"{report['seconds']:.1f} s; Numba's on-disk cache: {where}", file=out)
+    return 0
 
 
 def cmd_list(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -397,6 +423,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "list":
             return cmd_list(args)
+        if args.command == "compile":
+            return cmd_compile(args)
         status = cmd_evaluate(args, parser)
     except CLIError as err:
         print(f"error: {err}", file=sys.stderr)
