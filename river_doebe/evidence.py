@@ -22,6 +22,7 @@ jitter is added progressively if it ever does not. Everything is float64 and in 
 
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -417,8 +418,22 @@ def objective(
     g[0] = -vt * dvt
     g[1] = -ve * dve
     if psi.size:
-        g[2:] = -np.asarray(b.hyper_vjp(Z, dPhi), dtype=np.float64)
+        vjp = b.hyper_vjp(Z, dPhi, Phi=Phi) if _takes_features(type(b)) else b.hyper_vjp(Z, dPhi)
+        g[2:] = -np.asarray(vjp, dtype=np.float64)
     return -value, g
+
+
+_TAKES_FEATURES: dict[Any, bool] = {}
+
+
+def _takes_features(cls: Any) -> bool:
+    """Whether ``cls.hyper_vjp`` takes the features of its ``Z`` as ``Phi=`` (a basis that would
+    otherwise compute them again: the RBF network); a basis written without it is called
+    without them. (Looked up once per class.)"""
+    takes = _TAKES_FEATURES.get(cls)
+    if takes is None:
+        takes = _TAKES_FEATURES[cls] = "Phi" in inspect.signature(cls.hyper_vjp).parameters
+    return takes
 
 
 class _Objective:

@@ -23,6 +23,7 @@ from river_doebe.basis import (
     stack_params,
 )
 from river_doebe.basis.hsgp import spectral_density
+from river_doebe.evidence import _takes_features
 
 FAMILIES = [Linear, AdditivePolynomial, RandomFourierFeatures, HilbertGP, RBFNetwork, BSpline]
 
@@ -417,6 +418,22 @@ def test_hyper_vjp_matches_finite_differences(basis):
         e[i] = h
         fd[i] = (f(psi + e) - f(psi - e)) / (2 * h)
     assert np.linalg.norm(grad - fd) / np.linalg.norm(fd) < 1e-6
+
+
+@pytest.mark.parametrize("basis", [b for b in _vjp_cases() if _takes_features(type(b))],
+                         ids=lambda b: repr(b).split("(")[0].strip())
+def test_hyper_vjp_given_the_features_is_the_same_to_the_bit(basis):
+    """The evidence hands ``hyper_vjp`` the features it computed where the basis takes them
+    (``Phi=``): the gradient, and so every fit, is the one without them, to the last bit."""
+    Z = _data(30, seed=9, scale=1.2)
+    G = np.random.default_rng(1).normal(size=(len(Z), basis.n_outputs))
+    np.testing.assert_array_equal(basis.hyper_vjp(Z, G, Phi=basis.featurize(Z)),
+                                  basis.hyper_vjp(Z, G))
+
+
+def test_the_rbf_network_takes_the_features():
+    assert _takes_features(RBFNetwork)
+    assert not _takes_features(RandomFourierFeatures)  # (its gradient from them: other bits)
 
 
 @pytest.mark.parametrize("basis", [Linear(), AdditivePolynomial()], ids=lambda b: type(b).__name__)

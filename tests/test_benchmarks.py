@@ -308,6 +308,15 @@ def test_distribution_reads_times_every_protocol_against_the_point_prediction(tm
 
 
 @pytest.mark.slow
+def test_warmup_fit_times_both_variants_and_finds_the_same_model(tmp_path):
+    result = _run_main("warmup_fit", ["--rounds", "1", "--n-warmup", "200", "--out",
+                                      str(tmp_path)])[1]
+    assert json.loads((tmp_path / "warmup_fit.json").read_text()) == json.loads(json.dumps(result))
+    assert len(result["rows"]) == 4 and all(row["same_predictions"] for row in result["rows"])
+    assert "| drift | 1 |" in (tmp_path / "warmup_fit.md").read_text()
+
+
+@pytest.mark.slow
 def test_memory_measures_each_row_in_its_own_process(tmp_path):
     out = tmp_path / "memory.json"
     payload = _run_main("memory", ["--sizes", "6", "8", "--n-warmup", "40", "--after", "5",

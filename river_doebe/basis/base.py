@@ -70,7 +70,9 @@ class Basis(base.Transformer, abc.ABC):
 
     - ``_fit(Z)``: data-dependent settings from a batch (none);
     - the hyperparameters for the evidence, ``get_hyper()``, ``with_hyper(psi)``,
-      ``hyper_bounds()``, ``hyper_names()``, ``hyper_vjp(Z, G)`` (none);
+      ``hyper_bounds()``, ``hyper_names()``, ``hyper_vjp(Z, G)`` (none; a ``hyper_vjp`` that
+      also takes ``Phi=None`` is given ``featurize(Z)`` by the evidence, which has it at hand,
+      and must return the same as without it);
     - :attr:`laplace_ok` (``True``) and :attr:`start_floor` (``0``), read by the empirical-Bayes
       fit;
     - :meth:`hyper_start` (the empirical-Bayes starts of hyperparameters other than length

@@ -315,7 +315,7 @@ class RBFNetwork(Basis):
         names = [f"log_lengthscale_{n}" for n in inputs] if self._ard else ["log_lengthscale"]
         return names + [f"centre_{c}_{n}" for c in range(int(self.n_centres)) for n in inputs]
 
-    def hyper_vjp(self, Z, G):
+    def hyper_vjp(self, Z, G, Phi=None):
         Z = self._as_batch(Z)
         G = np.asarray(G, dtype=np.float64)
         if G.shape != (Z.shape[0], self.n_outputs):
@@ -329,7 +329,8 @@ class RBFNetwork(Basis):
         if m:
             # W = G * Phi; dPhi/dc_d = Phi (z_d - c_d) / l_d^2 and
             # dPhi/dlog l_d = Phi (z_d - c_d)^2 / l_d^2, summed by matrix products
-            W = G[:, :m] * np.exp(-0.5 * self._sq_dist(Z, c))
+            # (the features of Z, the evidence's own when it passes them: the same numbers)
+            W = G[:, :m] * (np.exp(-0.5 * self._sq_dist(Z, c)) if Phi is None else Phi[:, :m])
             r = W.sum(axis=1)  # per sample
             q = W.sum(axis=0)  # per centre
             WZ = W.T @ Z  # (m, D)
