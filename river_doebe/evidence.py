@@ -428,7 +428,7 @@ _TAKES_FEATURES: dict[Any, bool] = {}
 
 def _takes_features(cls: Any) -> bool:
     """Whether ``cls.hyper_vjp`` takes the features of its ``Z`` as ``Phi=`` (a basis that would
-    otherwise compute them again: the RBF network); a basis written without it is called
+    otherwise compute them again: the RBF network, the HSGP); a basis written without it is called
     without them. (Looked up once per class.)"""
     takes = _TAKES_FEATURES.get(cls)
     if takes is None:

@@ -431,8 +431,8 @@ def test_hyper_vjp_given_the_features_is_the_same_to_the_bit(basis):
                                   basis.hyper_vjp(Z, G))
 
 
-def test_the_rbf_network_takes_the_features():
-    assert _takes_features(RBFNetwork)
+def test_the_bases_that_would_featurize_again_take_the_features():
+    assert _takes_features(RBFNetwork) and _takes_features(HilbertGP)
     assert not _takes_features(RandomFourierFeatures)  # (its gradient from them: other bits)
 
 

@@ -338,10 +338,13 @@ class HilbertGP(_PositiveHyperBasis):
                           boundary_factor=self.boundary_factor,
                           boundary=tuple(float(v) for v in self._L))
 
-    def hyper_vjp(self, Z, G):
+    def hyper_vjp(self, Z, G, Phi=None):
         Z = self._as_batch(Z)
         G = _cotangent(G, Z.shape[0], self.n_outputs)
-        # Phi = sqrt(S(omega; l)) * (...), so dPhi/dlog l = 0.5 * dlog S/dlog l * Phi
-        GPhi = np.sum(G * self.featurize(Z), axis=0).reshape(Z.shape[1], self._J)
+        # Phi = sqrt(S(omega; l)) * (...), so dPhi/dlog l = 0.5 * dlog S/dlog l * Phi (the
+        # features of Z: the evidence's own when it passes them, the same numbers)
+        if Phi is None:
+            Phi = self.featurize(Z)
+        GPhi = np.sum(G * Phi, axis=0).reshape(Z.shape[1], self._J)
         g = 0.5 * np.sum(self._dlog_s * GPhi, axis=1)
         return g if self._ard else np.array([g.sum()])
