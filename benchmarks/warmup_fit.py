@@ -1,7 +1,8 @@
 """How long an ``EDOEBE()``'s warm-up fit takes (the ``learn_one`` that ends its window: the
 empirical-Bayes fits, the Laplace draws, the replay of the window), and what handing the RBF
-network's features to its evidence gradient saves (``hyper_vjp(Z, G, Phi=...)``: the gradient
-reads the features the evidence computed instead of computing them again).
+network's and the HSGP's features to their evidence gradients saves (``hyper_vjp(Z, G,
+Phi=...)``: the gradient reads the features the evidence computed instead of computing them
+again).
 
     python benchmarks/warmup_fit.py [--rounds 4]
 
@@ -88,7 +89,8 @@ def write(result: dict, out: Path) -> None:
         f"Seconds of the `learn_one` that ends the warm-up window ({result['n_warmup']:,} "
         "samples), copies of one model taking turns (order alternating), `python "
         f"benchmarks/warmup_fit.py --rounds {result['rounds']}`; ratio: with the RBF "
-        "network's features handed to its evidence gradient over without (below 1: faster). "
+        "network's and the HSGP's features handed to their evidence gradients over without "
+        "(below 1: faster). "
         "The predictions after the fit are the same to the last bit.",
         "",
         "| stream | threads | handed over, s | computed again, s | ratio of best "
