@@ -2,7 +2,7 @@
 
 Numba compiles a kernel the first time it runs and files the machine code in its on-disk cache
 (beside the package, or in ``NUMBA_CACHE_DIR``), so only a fresh install's first models pay
-for it: about ten seconds of CPU for a first ``EDOEBE()`` (``benchmarks/results/engine.md``).
+for it (seconds for a first ``EDOEBE()``: ``benchmarks/results/engine.md``).
 :func:`precompile` (the command ``river-doebe compile``) pays it once, ahead of use: it runs
 every model of the package on a few hundred generated samples, the way a stream and a batch
 run them, so that a later process reads every kernel from the cache. Run it where the
@@ -11,9 +11,9 @@ a Ray cluster, before a timed benchmark.
 
 Numba files a kernel under the types of its arguments, which the models fix, so the workloads
 go through the public API (``predict_one``, ``learn_one``, the predictive distribution's
-reads, ``predict_learn_many``, ``predict_many``) rather than calling the kernels. Left out:
-the dynamic members' covariance repair, which almost never runs (a process compiles it on its
-first repair).
+reads, ``predict_learn_many``, river's mini-batch methods) rather than calling the kernels.
+Left out: the dynamic members' covariance repair, which almost never runs (a process compiles
+it on its first repair).
 """
 
 from __future__ import annotations
@@ -25,40 +25,43 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any
 
+import numba
+import numpy as np
+import pandas as pd
+from numba.core import event
+
+import river_doebe
+from river_doebe import (
+    DOBE,
+    DOEBE,
+    EDOEBE,
+    SDOEBE,
+    DOBEClassifier,
+    DOEBEClassifier,
+    EDOEBEClassifier,
+    SDOEBEClassifier,
+)
+from river_doebe.basis import (
+    AdditivePolynomial,
+    BSpline,
+    HilbertGP,
+    Linear,
+    RandomFourierFeatures,
+    RBFNetwork,
+)
+from river_doebe.conf import Recalibrated
+from river_doebe.datasets import Friedman1
+
 __all__ = ["precompile"]
 
 
 def _regression_rows(n: int) -> list:
-    from river_doebe.datasets import Friedman1
-
     return list(Friedman1(n_samples=n, seed=0))
 
 
 def _models(warmup: int) -> Iterator[tuple[str, Callable[[], Any], bool]]:
     """``(name, factory, is_classifier)`` of every kind of model: the learners on each basis,
     static and dynamic, the ensembles with each weighting, the E-DOEBEs, the wrapper."""
-    import numpy as np
-
-    from river_doebe import (
-        DOBE,
-        DOEBE,
-        EDOEBE,
-        SDOEBE,
-        DOBEClassifier,
-        DOEBEClassifier,
-        EDOEBEClassifier,
-        SDOEBEClassifier,
-    )
-    from river_doebe.basis import (
-        AdditivePolynomial,
-        BSpline,
-        HilbertGP,
-        Linear,
-        RandomFourierFeatures,
-        RBFNetwork,
-    )
-    from river_doebe.conf import Recalibrated
-
     bases: list[Callable[[], Any]] = [
         Linear, partial(AdditivePolynomial, degree=2), BSpline, partial(HilbertGP, 20),
         partial(RandomFourierFeatures, 10, seed=0), partial(RBFNetwork, 10, seed=0),
@@ -95,8 +98,6 @@ def _learner(cls: Any, basis: Callable[[], Any], **params: Any) -> Any:
 
 def _ensemble(cls: Any, learner: Any, **params: Any) -> Any:
     """A fresh ensemble of ``cls`` over four ``learner`` members, static and dynamic."""
-    from river_doebe.basis import RandomFourierFeatures
-
     members = [learner(RandomFourierFeatures(10, seed=k), var_rw=r)
                for k in range(2) for r in (0.0, 1e-3)]
     return cls(members, **params)
@@ -117,8 +118,6 @@ def _run(model: Any, rows: list, classifier: bool, block: int) -> None:
             if hasattr(dist, "interval"):
                 dist.interval(0.9)
         model.learn_one(x, y)
-    import pandas as pd
-
     part = rows[split:split + block]
     if hasattr(model, "predict_learn_many"):
         model.predict_learn_many([x for x, _ in part], [y for _, y in part])
@@ -142,8 +141,6 @@ class _Counter:
 
     @contextlib.contextmanager
     def listening(self) -> Iterator[None]:
-        from numba.core import event
-
         counter = self
 
         class Listener(event.Listener):
@@ -187,15 +184,10 @@ def precompile(threads: bool = True, warmup: int = 120, samples: int = 320,
 
     Notes
     -----
-    A run on a fresh cache takes about a minute on two cores (``tests/test_precompile.py``
-    checks that a process started afterwards compiles nothing); from a shell it is
-    ``river-doebe compile``.
+    ``tests/test_precompile.py`` checks that a process started afterwards compiles nothing;
+    from a shell it is ``river-doebe compile``.
 
     """
-    import numba
-
-    import river_doebe
-
     rows = _regression_rows(max(samples, warmup + 200))
     labelled = [(x, y > 14.0) for x, y in rows]  # (Friedman #1's median is about 14)
     counter = _Counter()
