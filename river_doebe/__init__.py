@@ -27,7 +27,7 @@ Many keyed streams (a model per key, the keys spread over Ray actors) are
 (``pip install "river-doebe[ray]"``).
 """
 
-import importlib
+import importlib as _importlib
 
 from river_doebe.edoebe import EDOEBE, EDOEBEClassifier
 
@@ -64,6 +64,7 @@ _SUBMODULES = (
     "evidence",
     "kernels",
     "metrics",
+    "precompile",
     "preprocessing",
     "utils",
     "warmup",
@@ -72,7 +73,7 @@ _SUBMODULES = (
 
 def __getattr__(name: str):
     if name in _SUBMODULES:
-        return importlib.import_module(f"{__name__}.{name}")
+        return _importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
