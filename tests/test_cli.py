@@ -517,3 +517,31 @@ def test_csv_error_in_a_subprocess_is_one_line_and_exit_2(tmp_path):
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip() == ("error: column 'colour' of 'data.csv' is not numeric ('red' "
                                    "in row 1); leave it out with --drop colour")
+
+
+def test_the_progress_bar_says_when_numba_compiles():
+    """A fresh install's first model compiles for seconds: its bar says so meanwhile, and the
+    note goes when the compile ends (a run from the on-disk cache compiles nothing: no note)."""
+    import numba
+
+    from river_doebe.cli import run
+
+    class Bar:
+        def __init__(self):
+            self.notes = []
+
+        def set_postfix_str(self, text, refresh=True):
+            self.notes.append((text, refresh))
+
+    bar = Bar()
+
+    @numba.njit  # (not cached: a compile every time the test runs)
+    def twice(v):
+        return 2.0 * v
+
+    with run._compile_note(bar):
+        assert twice(1.5) == 3.0
+        assert twice(2.5) == 5.0  # (compiled already: nothing more said)
+    assert bar.notes == [(run.COMPILING, True), ("", False)]
+    twice(np.int64(3))  # after the block: no listener
+    assert len(bar.notes) == 2

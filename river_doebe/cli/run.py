@@ -3,6 +3,7 @@ E-DOEBE's weights over time and the warnings raised on the way, kept in a `Run`.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import sys
@@ -13,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Run", "WeightRecorder", "run_model"]
+__all__ = ["COMPILING", "Run", "WeightRecorder", "run_model"]
 
 
 @dataclass
@@ -85,6 +86,33 @@ def _iterate(dataset: Iterable, n: int, bar: Any) -> Iterator[tuple[Any, Any]]:
             bar.update(1)
 
 
+#: the progress bar's note while Numba compiles (a fresh install's first model: the bar would
+#: otherwise stand still for seconds with nothing said)
+COMPILING = "compiling the kernels, once per install (river-doebe compile does it ahead)"
+
+
+@contextlib.contextmanager
+def _compile_note(bar: Any) -> Iterator[None]:
+    """While the block runs, the bar says so when Numba compiles (its outermost compiles)."""
+    from numba.core import event
+
+    depth = [0]
+
+    class Listener(event.Listener):
+        def on_start(self, ev: Any) -> None:
+            if depth[0] == 0:
+                bar.set_postfix_str(COMPILING, refresh=True)
+            depth[0] += 1
+
+        def on_end(self, ev: Any) -> None:
+            depth[0] -= 1
+            if depth[0] == 0:
+                bar.set_postfix_str("", refresh=False)  # (gone at the bar's next refresh)
+
+    with event.install_listener("numba:compile", Listener()):
+        yield
+
+
 def run_model(key: str, spec: Any, model: Any, dataset: Iterable, n: int, var_y: float,
               every: int, progress: bool = True, record_weights: bool = False,
               width: int = 28) -> Run:
@@ -107,7 +135,7 @@ def run_model(key: str, spec: Any, model: Any, dataset: Iterable, n: int, var_y:
     bar = tqdm(total=n, desc=spec.label.ljust(width), unit="sample", disable=not progress,
                file=sys.stderr, leave=True, dynamic_ncols=True, mininterval=0.5)
     try:
-        with warnings.catch_warnings(record=True) as caught:
+        with warnings.catch_warnings(record=True) as caught, _compile_note(bar):
             warnings.simplefilter("always")
             # the recorder reads the weights once the samples before it are learnt (in blocks,
             # the progressive loop ends a block where it records)
