@@ -422,6 +422,7 @@ def limit_rows(n: int = 2048, repeats: int = 3, members: int = 90, features: int
         loads.append(_load())
     rates = {name: [r[name] for r in runs] for name in names.values()}
     best = {name: max(r) for name, r in rates.items()}
+
     def ratios(of: list) -> dict:
         return {f"{label}, 1 thread / minimal sweep {sweep}": [
             r[names["library", path]] / r[names["sweep", path]] for r in of]
@@ -499,24 +500,25 @@ def compile_rows(repeats: int = 1) -> dict:
     rows: dict[str, list[dict]] = {"fresh cache": [], "on-disk cache": [],
                                    "after river-doebe compile": []}
     for _ in range(repeats):
-        for label in rows:
-            if label == "on-disk cache":
-                continue  # (the second process on the cache the first one left, below)
-            with tempfile.TemporaryDirectory() as cache:
-                env = dict(os.environ, NUMBA_CACHE_DIR=cache,
-                           PYTHONPATH=os.pathsep.join([str(HERE.parent),
-                                                       os.environ.get("PYTHONPATH", "")]))
-                ahead = None
-                if label == "after river-doebe compile":
-                    start = time.perf_counter()
-                    subprocess.run([sys.executable, "-m", "river_doebe", "compile"], env=env,
-                                   capture_output=True, text=True, check=True)
-                    ahead = time.perf_counter() - start
-                for run_label in ((label, "on-disk cache") if label == "fresh cache"
-                                  else (label,)):
-                    _first_use_row(env, run_label, rows, ahead)
+        with tempfile.TemporaryDirectory() as cache:
+            env = _cache_env(cache)
+            _first_use_row(env, "fresh cache", rows, None)
+            _first_use_row(env, "on-disk cache", rows, None)
+        with tempfile.TemporaryDirectory() as cache:
+            env = _cache_env(cache)
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "river_doebe", "compile"], env=env,
+                           capture_output=True, text=True, check=True)
+            _first_use_row(env, "after river-doebe compile", rows, time.perf_counter() - start)
     best = {label: min(r, key=lambda row: row["compile_seconds"]) for label, r in rows.items()}
     return {"runs": rows, "best": best, "target_fresh_compile_seconds": 6.0}
+
+
+def _cache_env(cache: str) -> dict:
+    """This process' environment with Numba's on-disk cache in ``cache`` and this checkout
+    first on the path."""
+    return dict(os.environ, NUMBA_CACHE_DIR=cache,
+                PYTHONPATH=os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")]))
 
 
 def _first_use_row(env: dict, label: str, rows: dict, ahead: float | None) -> None:

@@ -18,8 +18,6 @@ it on its first repair).
 
 from __future__ import annotations
 
-import contextlib
-import time
 import warnings
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -28,7 +26,6 @@ from typing import Any
 import numba
 import numpy as np
 import pandas as pd
-from numba.core import event
 
 import river_doebe
 from river_doebe import (
@@ -51,6 +48,7 @@ from river_doebe.basis import (
 )
 from river_doebe.conf import Recalibrated
 from river_doebe.datasets import Friedman1
+from river_doebe.engine.threads import compiled
 
 __all__ = ["precompile"]
 
@@ -130,35 +128,6 @@ def _run(model: Any, rows: list, classifier: bool, block: int) -> None:
         model.learn_many(X, y)
 
 
-class _Counter:
-    """Numba's outermost compile events: how many, and their seconds."""
-
-    def __init__(self) -> None:
-        self.compiles = 0
-        self.seconds = 0.0
-        self._depth = 0
-        self._start = 0.0
-
-    @contextlib.contextmanager
-    def listening(self) -> Iterator[None]:
-        counter = self
-
-        class Listener(event.Listener):
-            def on_start(self, ev: Any) -> None:
-                if counter._depth == 0:
-                    counter._start = time.perf_counter()
-                counter._depth += 1
-
-            def on_end(self, ev: Any) -> None:
-                counter._depth -= 1
-                if counter._depth == 0:
-                    counter.compiles += 1
-                    counter.seconds += time.perf_counter() - counter._start
-
-        with event.install_listener("numba:compile", Listener()):
-            yield
-
-
 def precompile(threads: bool = True, warmup: int = 120, samples: int = 320,
                progress: Callable[[str], None] | None = None) -> dict:
     """Compile every kernel the package's models run into Numba's on-disk cache.
@@ -179,8 +148,9 @@ def precompile(threads: bool = True, warmup: int = 120, samples: int = 320,
     Returns
     -------
     dict
-        ``compiles`` and ``seconds``: Numba's compiles in this call and the time they took
-        (0 when everything was in the cache already); ``models``: how many models ran.
+        ``compiles`` and ``seconds``: the package's kernels Numba compiled in this call and the
+        time that took (0 when everything was in the cache already); ``models``: how many
+        models ran.
 
     Notes
     -----
@@ -190,12 +160,12 @@ def precompile(threads: bool = True, warmup: int = 120, samples: int = 320,
     """
     rows = _regression_rows(max(samples, warmup + 200))
     labelled = [(x, y > 14.0) for x, y in rows]  # (Friedman #1's median is about 14)
-    counter = _Counter()
+    compiles_before, seconds_before = compiled()
     passes = [1]
     if threads and numba.config.NUMBA_NUM_THREADS >= 2:  # type: ignore[attr-defined, unused-ignore]
         passes.append(numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined, unused-ignore]
     n_models = 0
-    with counter.listening(), warnings.catch_warnings():
+    with warnings.catch_warnings():
         # (short warm-up windows and tiny models warn about themselves: not the user's concern)
         warnings.simplefilter("ignore")
         for n_threads in passes:
@@ -209,4 +179,6 @@ def precompile(threads: bool = True, warmup: int = 120, samples: int = 320,
                     length = max(samples, warmup + 200) if "EDOEBE" in name else samples
                     _run(model, (labelled if classifier else rows)[:length], classifier, 64)
                     n_models += 1
-    return {"compiles": counter.compiles, "seconds": counter.seconds, "models": n_models}
+    compiles, seconds = compiled()
+    return {"compiles": compiles - compiles_before, "seconds": seconds - seconds_before,
+            "models": n_models}

@@ -201,6 +201,7 @@ def test_the_parallel_twins_wait_until_the_serial_calls_have_paid_for_the_compil
         _compile(clock, "user_code", 5.0)
         _compile(clock, "river_doebe.basis.rbf", 1.0)
         assert threads._bill.ns == 3 * 10**9
+        assert threads.compiled() == (2, 3.0)  # (what river-doebe compile reports)
         pace = threads.Pace()
         with num_threads(None):
             # threads would pay (0.55 of the serial time), but the first 3 s of serial calls

@@ -67,6 +67,7 @@ __all__ = [
     "UNCACHED_TWINS_SECONDS",
     "Pace",
     "balanced_order",
+    "compiled",
     "get_num_threads",
     "num_threads",
     "set_num_threads",
@@ -162,12 +163,13 @@ _clock = time.perf_counter_ns
 
 
 class _CompileBill(event.Listener):
-    """The time Numba has spent compiling this library's kernels in this process (``ns``): the
-    outermost compile events whose function is the library's (a kernel's nested compiles,
-    Numba's own helpers included, are inside it)."""
+    """The time Numba has spent compiling this library's kernels in this process (``ns``) and
+    how many it compiled (``n``): the outermost compile events whose function is the library's
+    (a kernel's nested compiles, Numba's own helpers included, are inside it)."""
 
     def __init__(self) -> None:
         self.ns = 0
+        self.n = 0
         self._depth = 0
         self._t0 = 0
         self._ours = False
@@ -183,6 +185,13 @@ class _CompileBill(event.Listener):
         self._depth -= 1
         if self._depth == 0 and self._ours:
             self.ns += _clock() - self._t0
+            self.n += 1
+
+
+def compiled() -> tuple[int, float]:
+    """How many of the library's kernels this process has compiled so far, and the seconds
+    that took (a kernel read from Numba's on-disk cache counts for nothing)."""
+    return _bill.n, _bill.ns / 1e9
 
 
 #: the compile bill, and the time the stacks' serial calls have run (the rent paid); Numba
