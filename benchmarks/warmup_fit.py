@@ -4,12 +4,13 @@ network's and the HSGP's features to their evidence gradients saves (``hyper_vjp
 Phi=...)``: the gradient reads the features the evidence computed instead of computing them
 again).
 
-    python benchmarks/warmup_fit.py [--rounds 4]
+    python benchmarks/warmup_fit.py [--rounds 4] [--busy]
 
 The two variants take turns on copies of one model at the end of its window (the order
 alternating round by round), on one thread and with the default threads, on the built-in drift
 stream and on Friedman #1; both must give the same predictions to the last bit. Writes
-``results/warmup_fit.json`` and ``results/warmup_fit.md``.
+``results/warmup_fit.json`` and ``results/warmup_fit.md`` (with ``--busy``, two CPU-bound
+processes beside it, throughput.py's busy rows' own: ``results/warmup_fit_busy.*``).
 """
 
 from __future__ import annotations
@@ -80,15 +81,19 @@ def measure(rounds: int, n_warmup: int = 1000) -> dict:
     return {"rounds": rounds, "n_warmup": n_warmup, "rows": rows}
 
 
-def write(result: dict, out: Path) -> None:
+def write(result: dict, out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
-    (out / "warmup_fit.json").write_text(json.dumps(result, indent=2) + "\n")
+    busy = result.get("busy", False)
+    name = "warmup_fit_busy" if busy else "warmup_fit"
+    (out / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
     lines = [
-        "# The warm-up fit of EDOEBE()",
+        "# The warm-up fit of EDOEBE()" + (", on a busy machine" if busy else ""),
         "",
         f"Seconds of the `learn_one` that ends the warm-up window ({result['n_warmup']:,} "
         "samples), copies of one model taking turns (order alternating), `python "
-        f"benchmarks/warmup_fit.py --rounds {result['rounds']}`; ratio: with the RBF "
+        f"benchmarks/warmup_fit.py --rounds {result['rounds']}"
+        + (" --busy` (two CPU-bound processes beside it)" if busy else "`")
+        + "; ratio: with the RBF "
         "network's and the HSGP's features handed to their evidence gradients over without "
         "(below 1: faster). "
         "The predictions after the fit are the same to the last bit.",
@@ -104,7 +109,8 @@ def write(result: dict, out: Path) -> None:
             f"| {' '.join(f'{v:.2f}' for v in sorted(b))} | {row['ratio_of_best']:.3f} "
             f"| {row['ratio_of_medians']:.3f} | {row['same_predictions']} "
             f"| {row['load'][0]:.1f} |")
-    (out / "warmup_fit.md").write_text("\n".join(lines) + "\n")
+    (out / f"{name}.md").write_text("\n".join(lines) + "\n")
+    return out / f"{name}.md"
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -112,11 +118,20 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--n-warmup", type=int, default=1000)
     parser.add_argument("--out", type=Path, default=HERE / "results")
+    parser.add_argument("--busy", action="store_true",
+                        help="two CPU-bound processes of another program beside it "
+                        "(throughput.py's busy rows' processes, ended by the script)")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
-    result = measure(args.rounds, args.n_warmup)
-    write(result, args.out)
-    print(f"wrote {args.out / 'warmup_fit.md'}")
+    if args.busy:
+        from throughput import busy_machine
+
+        with busy_machine(2):
+            result = measure(args.rounds, args.n_warmup)
+    else:
+        result = measure(args.rounds, args.n_warmup)
+    result["busy"] = args.busy
+    print(f"wrote {write(result, args.out)}")
     return result
 
 
