@@ -320,7 +320,8 @@ def crps(y_pred: Any, y: float, who: str = "crps") -> float:
     """The CRPS of the predictive ``y_pred`` at ``y``: :func:`crps_gaussian` for a Gaussian,
     :func:`crps_mixture` over the components with positive weight for a mixture, and
     :func:`crps_from_cdf` for a distribution known by its CDF and quantile function (between its
-    quantiles at a grid of levels, and at its own ``crps_breaks()`` if it has them).
+    quantiles at a grid of levels, and at its own ``crps_breaks()`` if it has them; its own
+    ``crps_cdf`` in place of its ``cdf`` if it has one).
 
     Examples
     --------
@@ -345,8 +346,7 @@ def crps(y_pred: Any, y: float, who: str = "crps") -> float:
                 return crps(base, y, who)
             own = getattr(y_pred, "crps_breaks", None)
             breaks = own() if callable(own) else y_pred.quantile(_CRPS_LEVELS)
-            # (a recalibrated distribution's CDF without its negligible components)
-            cdf = getattr(y_pred, "_crps_cdf", y_pred.cdf)
+            cdf = getattr(y_pred, "crps_cdf", y_pred.cdf)
             return crps_from_cdf(cdf, float(y), breaks)
         raise _cannot_read(who, y_pred)
     if len(parts) == 2:

@@ -383,9 +383,9 @@ class RecalibratedDistribution(_NotANumber, proba.base.ContinuousDistribution):
             self._light = self._parts.without_lightest(_NEGLIGIBLE)
         return self._light
 
-    def _crps_cdf(self, y):
-        """:meth:`cdf` of the components of :attr:`_crps_parts`: what :func:`river_doebe.
-        calibration.crps` integrates."""
+    def crps_cdf(self, y):
+        """:meth:`cdf` without the components too light to count (:attr:`_crps_parts`), on the
+        pieces of :meth:`crps_breaks`: what :func:`river_doebe.calibration.crps` integrates."""
         return np.interp(self._crps_parts.cdf(y), self.knots_u, self.knots_p)
 
     def crps_breaks(self) -> np.ndarray:
