@@ -284,6 +284,15 @@ class Recalibrated(base.Wrapper, base.Regressor):
         self._settings = settings_
         self._reset()
 
+    def __getstate__(self) -> dict:
+        # The knots come back from a compiled kernel as a new array whose float64 dtype is, when
+        # the kernel was loaded from Numba's on-disk cache, an unpickled copy of numpy's: pickle
+        # memoises dtypes by identity, so two equal wrappers would pickle to other bytes
+        # depending on where their kernels came from. The knots go with numpy's own dtype.
+        state = self.__dict__.copy()
+        state["_ku"] = self._ku.view(np.float64)
+        return state
+
     def __setstate__(self, state: dict) -> None:
         # the compiled update reads its settings by position, unchecked: a wrapper pickled with
         # another layout would be updated from the wrong slots
