@@ -223,7 +223,14 @@ def _check_values(names, vals):
                 "(see the input policy: a standardising model reads it as at its mean), or "
                 "impute it first (river's preprocessing.StatImputer)"
             )
-        if isinstance(v, str | bytes) or not isinstance(v, numbers.Real | np.bool_):
+        if isinstance(v, str | bytes):
+            raise TypeError(
+                f"feature {name!r} has a value of type {type(v).__name__} ({v!r}); only real "
+                "numbers are accepted: encode a categorical feature first (river's "
+                f"compose.Select({name!r}) | preprocessing.OneHotEncoder(), beside the numeric "
+                "features; river's feature_extraction.BagOfWords for a text)"
+            )
+        if not isinstance(v, numbers.Real | np.bool_):
             raise TypeError(
                 f"feature {name!r} has a value of type {type(v).__name__} ({v!r}); "
                 "only real numbers are accepted"

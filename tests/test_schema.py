@@ -309,6 +309,27 @@ def test_a_missing_value_is_refused_with_what_to_do_instead():
     assert math.isfinite(imputed.predict_one({"a": 1.0, "b": None}))
 
 
+def test_a_categorical_value_is_refused_with_how_to_encode_it():
+    """A string (a category, a text) is refused, naming the feature and river's encoder; the
+    pipeline the message gives learns the stream."""
+    model = EDOEBE(n_warmup=10)
+    model.learn_one({"shop": 1.0, "u": 2.0}, 1.0)
+    before = pickle.dumps(model)
+    with pytest.raises(TypeError, match=r"'shop' has a value of type str \('b'\).*"
+                                        r"compose.Select\('shop'\) \| preprocessing.OneHotEncoder"):
+        model.learn_one({"shop": "b", "u": 2.0}, 1.0)
+    with pytest.raises(TypeError, match="'shop' has a value of type bytes"):
+        model.predict_one({"shop": b"b", "u": 2.0})
+    with pytest.raises(TypeError, match=r"'u' has a value of type list.*only real numbers"):
+        model.predict_one({"u": [1.0]})
+    assert pickle.dumps(model) == before
+    encoded = ((compose.Select("shop") | preprocessing.OneHotEncoder()) + compose.Select("u")
+               | DOBE())
+    for t in range(6):
+        encoded.learn_one({"shop": "ab"[t % 2], "u": float(t)}, float(t))
+    assert math.isfinite(encoded.predict_one({"shop": "b", "u": 1.0}))
+
+
 def test_pandas_nullable_and_extension_dtypes():
     frame = pd.DataFrame({
         "i": pd.array([1, 2, 3, 4], dtype="Int64"),
