@@ -4,7 +4,6 @@ sampling of hyperparameters (paper Sec. 2.1.2 and 4.1)."""
 from __future__ import annotations
 
 import math
-import time
 import warnings
 
 import numpy as np
@@ -770,11 +769,9 @@ def test_build_members_colleague_bases(make):
     rng = np.random.default_rng(20)
     Z = rng.uniform(-2, 2, size=(150, 2))
     y = np.sin(Z[:, 0]) * np.cos(Z[:, 1]) + 0.1 * rng.normal(size=150)
-    t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # e.g. "did not converge"
         members = build_members(basis, Z, y, n_samples=3, seed=0, maxiter=100)
-    assert time.perf_counter() - t0 < 20
     assert len(members) % 3 == 0 and len(members) >= 3
     _finite_members(members)
     Phi = members[1].basis.featurize(Z)
