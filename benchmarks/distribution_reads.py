@@ -23,6 +23,7 @@ those of another version of that module (an A/B of two versions in separate proc
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import importlib.util
 import json
@@ -136,12 +137,9 @@ def main(argv=None) -> dict:
     a = p.parse_args(argv)
     if a.distribution_module:
         _use_module(a.distribution_module)
-    if a.busy:
-        from throughput import busy_machine
+    from throughput import busy_machine
 
-        with busy_machine(2):
-            row = run(a.n, a.repeats, a.n_warmup)
-    else:
+    with busy_machine(2) if a.busy else contextlib.nullcontext():
         row = run(a.n, a.repeats, a.n_warmup)
     row["busy"] = a.busy
     for proto in PROTOCOLS:

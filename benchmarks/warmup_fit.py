@@ -16,6 +16,7 @@ processes beside it, throughput.py's busy rows' own: ``results/warmup_fit_busy.*
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import itertools
 import json
@@ -123,12 +124,9 @@ def main(argv: list[str] | None = None) -> dict:
                         "(throughput.py's busy rows' processes, ended by the script)")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
-    if args.busy:
-        from throughput import busy_machine
+    from throughput import busy_machine
 
-        with busy_machine(2):
-            result = measure(args.rounds, args.n_warmup)
-    else:
+    with busy_machine(2) if args.busy else contextlib.nullcontext():
         result = measure(args.rounds, args.n_warmup)
     result["busy"] = args.busy
     print(f"wrote {write(result, args.out)}")
