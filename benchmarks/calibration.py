@@ -130,7 +130,7 @@ def load(name: str, data_dir, cfg: dict):
         warnings.simplefilter("ignore", RuntimeWarning)
         std = Standardizer.fit(X[:w], y[:w], names=names)
     Z, Y = std.x(X), std.y(y)
-    kept = [n for n, k in zip(names, std.keep, strict=True) if k]
+    kept = [names[j] for j in std.cols.tolist()]
     dicts = [dict(zip(kept, row, strict=True)) for row in Z.tolist()]
     return dicts[:w], Y[:w], dicts[w:], Y[w:]
 

@@ -241,7 +241,7 @@ class Streams:
         prep = Prepared(
             name=name, Zw=Z[:warmup], Yw=Y[:warmup], Zs=Z[warmup:], Ys=Y[warmup:], names=kept,
             n_features=Z.shape[1],
-            dropped=[n for n, k in zip(names, std.keep, strict=True) if not k],
+            dropped=[names[j] for j in std.idle.tolist()],
         )
         self.cache[key] = prep
         return prep

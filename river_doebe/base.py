@@ -130,6 +130,12 @@ class ArrayEstimator(BatchPath):
         self._schema = grown
         return z, undo
 
+    def _revives(self, z: Any) -> bool:
+        """Whether learning the values ``z`` (schema order) first brings back an input the
+        model left out (an E-DOEBE's input that was constant over its warm-up): such a row
+        takes the per-sample path of a batch."""
+        return False
+
     def _snapshot(self):
         """A callable that puts the model's state back as it is now (rarely needed: a sample
         that grew the schema and was then refused)."""

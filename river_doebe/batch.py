@@ -7,7 +7,8 @@ by one (:meth:`river_doebe.engine.Engine.learn_block`). The result is bit for bi
 row is learnt), the same weights, the same log evidence, the same state.
 
 The rows that cannot be part of a block take the per-sample path, in order: a row that starts or
-grows the input schema, a label not seen yet (a classifier's codes may flip), an E-DOEBE's
+grows the input schema or brings back an input the warm-up left out (constant over its
+window), a label not seen yet (a classifier's codes may flip), an E-DOEBE's
 warm-up, a basis that changes with the samples it learns (an RBF network placing its centres).
 Everything is validated before anything changes; a row the filters refuse
 (:class:`river_doebe.engine.FilterError`) stops the batch there, with the rows before it learnt.
@@ -47,6 +48,7 @@ class BatchPath:
         def _row(self, x: Any, y: Any, with_dist: bool, want: bool, is_frame: bool) -> Any: ...
         def _run_block(self, Z: np.ndarray, ys: list, with_dist: bool, want: bool) -> list: ...
         def _schema_is_free(self) -> bool: ...
+        def _revives(self, z: Any) -> bool: ...
         def _ignore(self, new: list) -> None: ...
 
     def predict_learn_many(self, X: Any, y: Any, with_dist: bool = False) -> list:
@@ -139,12 +141,14 @@ class BatchPath:
         if not self._block_ready():
             return None
         if is_frame:
-            return row
-        # the values as they are: every row was checked on entry, and the block converts them
-        # all at once
-        z, new = self._schema.values_and_new(row, self._fill)
-        if new:
-            if self._schema_is_free():
-                return None  # the schema grows here: the per-sample path
-            self._ignore(new)
-        return z
+            z = row
+        else:
+            # the values as they are: every row was checked on entry, and the block converts
+            # them all at once
+            z, new = self._schema.values_and_new(row, self._fill)
+            if new:
+                if self._schema_is_free():
+                    return None  # the schema grows here: the per-sample path
+                self._ignore(new)
+        # an input the warm-up left out comes back here: the per-sample path too
+        return None if self._revives(z) else z

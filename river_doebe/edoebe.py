@@ -238,6 +238,9 @@ class BaseEDOEBE(BaseEnsemble):
         # (the engine may have fewer inputs than the schema: those the warm-up dropped)
         self._adaptor.grow(n_inputs - len(self._schema))
 
+    def _revives(self, z: Any) -> bool:
+        return self._adaptor is not None and self._adaptor.revives(z)
+
     # ------------------------------------------------------------------ the warm-up
     @property
     def _model(self) -> StandardisedModel | None:
@@ -410,8 +413,9 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
 
     A missing key is at its window mean for a dense input (present in 99% of the window's samples)
     and 0 for a sparse one (an indicator, a word count); inputs first seen after the warm-up join
-    every member exactly (:class:`river_doebe.warmup.standardise.Standardizer`, the README's input
-    policy).
+    every member exactly, and so does an input that was constant over the window (a sensor
+    stuck, a flag never raised) at its first other value
+    (:class:`river_doebe.warmup.standardise.Standardizer`, the README's input policy).
 
     The weights switch with the block matrix of :func:`river_doebe.engine.edoebe_transition`: a
     member moves to one of its own twins with probability ``delta`` each step, so a collapse of
@@ -793,7 +797,8 @@ class EDOEBEClassifier(BaseEDOEBE, ArrayClassifier, base.MiniBatchClassifier):  
     while it keeps the window. At ``n_warmup`` it
 
     1. freezes a standardisation of ``x`` (mean and standard deviation of the window; inputs
-       constant over the window are dropped with a warning; the labels are not transformed;
+       constant over the window wait, with a warning, until they vary; the labels are not
+       transformed;
        sparse inputs and inputs seen later as for the regressor :class:`river_doebe.EDOEBE`);
     2. chooses the hyperparameters of every basis family by empirical Bayes on the window, with
        the **Gaussian evidence of the labels coded as -1/+1**: length scales (and the other basis

@@ -628,8 +628,13 @@ def test_edoebe_growth_after_the_warm_up_is_exact():
     Z = std.x(X)
     assert (Z[np.isnan(X)] == 0.0).all()
     Y = std.y(np.array([y for _, y in rows]))
+    assert _static_members_hold_the_batch_posterior(model, Z, Y) == len(families)
+
+
+def _static_members_hold_the_batch_posterior(model, Z, Y) -> int:
+    """Each static member's posterior is the batch posterior of its basis on the standardised
+    design ``Z`` and targets ``Y``; returns how many static members were checked."""
     static = [k for k, m in enumerate(model.members) if m.var_rw == 0.0]
-    assert len(static) == len(families)
     for k in static:
         member = model.members[k]
         Phi = member.basis.featurize(Z)
@@ -640,6 +645,7 @@ def test_edoebe_growth_after_the_warm_up_is_exact():
         np.testing.assert_allclose(mu, np.linalg.solve(A, Phi.T @ Y / member.var_eps),
                                    rtol=1e-7, atol=1e-7)
         np.testing.assert_allclose(A @ Sigma, np.eye(A.shape[0]), atol=1e-6)
+    return len(static)
 
 
 def test_edoebe_blocks_with_missing_and_late_keys_equal_the_loop():
@@ -688,6 +694,139 @@ def test_a_late_input_of_the_classifier_joins_after_the_warm_up():
     assert model.predict_proba_one({"a": -1.0})[True] < 0.5
 
 
+# ------------------------------------------------------------------ constant over the warm-up
+def _stuck(n, stuck_until, seed=0):
+    """``y = sin(3a) + 2c``: ``c`` a sensor stuck at 0.5 until ``stuck_until``, then live."""
+    rng = np.random.default_rng(seed)
+    for t in range(n):
+        a, c = float(rng.uniform()), float(rng.uniform()) if t >= stuck_until else 0.5
+        yield {"a": a, "c": c}, math.sin(3.0 * a) + 2.0 * c + 0.1 * float(rng.normal())
+
+
+def test_an_input_constant_over_the_warm_up_joins_when_it_varies():
+    """A sensor stuck over the warm-up window was dropped for good (a warning, then nothing):
+    ``EDOEBE()`` on ``y = sin(6a) + 2c + noise`` with ``c`` stuck until sample 1,100 had an MAE of
+    0.79 over samples 1,500-2,000 (0.084 once ``c`` joins, the noise 0.08). It joins at its
+    first other value; here the MAE after it is within 1.5x that of a model that saw ``c`` live
+    from the start."""
+    with pytest.warns(RuntimeWarning, match=r"\['c'\] are constant over the warm-up"):
+        stuck = _tail_mae(_small_edoebe(200), _stuck(800, 300), 300)
+    live = _tail_mae(_small_edoebe(200), _stuck(800, 0), 300)
+    assert stuck <= 1.5 * live
+    model = _small_edoebe(200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for x, y in _stuck(301, 300):
+            model.learn_one(x, y)
+    std = model.standardizer_
+    assert std.cols.tolist() == [0, 1] and not std.idle.size
+    assert std.x_mean[1] == 0.5 and std.x_scale[1] > 0.0
+
+
+def test_an_input_that_comes_back_joins_exactly():
+    """After it joins, a static member's posterior is the batch posterior of its grown basis on
+    the whole standardised design: the window and the samples before it joined have it at its
+    warm-up value, which standardises to exactly 0."""
+    rng = np.random.default_rng(21)
+    families = [HilbertGP(12), RandomFourierFeatures(8, seed=1), BSpline(16),
+                RBFNetwork(6, seed=2)]
+    model = _small_edoebe(40, families=families, weight_floor=0.0)
+    rows = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for t in range(90):
+            x = {"a": float(rng.normal()), "c": 3.0 if t < 55 else float(rng.normal()),
+                 "f": 0.0 if t < 70 else float(rng.integers(0, 2))}
+            y = math.sin(x["a"]) + 0.5 * x["c"] - x["f"]
+            model.predict_one(x)
+            model.learn_one(x, y)
+            rows.append((x, y))
+    std = model.standardizer_
+    assert std.cols.tolist() == [0, 1, 2] and std.sparse_.tolist() == [False, False, True]
+    X = np.array([[x[k] for k in model.feature_names_in_] for x, _ in rows])
+    Z = std.x(X)
+    assert (Z[:55, 1] == 0.0).all() and (Z[:70, 2] == 0.0).all()
+    Y = std.y(np.array([y for _, y in rows]))
+    assert _static_members_hold_the_batch_posterior(model, Z, Y) == len(families)
+
+
+@pytest.mark.parametrize("frame", [False, True], ids=["dicts", "DataFrame"])
+def test_blocks_that_bring_an_input_back_equal_the_loop(frame):
+    """The row that brings an input back takes the per-sample path inside a batch: the same
+    predictions and the same model as one by one, bit for bit, and so after pickling."""
+    import copy
+
+    rng = np.random.default_rng(22)
+    warm = _small_edoebe(40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for _ in range(40):
+            x = {"a": float(rng.normal()), "c": 1.0, "d": -2.0}
+            warm.learn_one(x, x["a"])
+    xs, ys = [], []
+    for t in range(300):
+        x = {"a": float(rng.normal()), "c": 1.0 if t < 70 else float(rng.normal()),
+             "d": -2.0 if t < 130 else float(rng.uniform())}
+        xs.append(x)
+        ys.append(x["a"] + x["c"] - x["d"] + 0.1 * float(rng.normal()))
+    loop, block = copy.deepcopy(warm), copy.deepcopy(warm)
+    expected = []
+    for x, y in zip(xs, ys):
+        expected.append(loop.predict_one(x, with_dist=True))
+        loop.learn_one(x, y)
+    got = block.predict_learn_many(pd.DataFrame(xs) if frame else xs, ys, with_dist=True)
+    assert [d.mu for d in got] == [d.mu for d in expected]
+    assert [d.sigma for d in got] == [d.sigma for d in expected]
+    assert loop.standardizer_.cols.tolist() == [0, 1, 2]
+    assert pickle.dumps(block) == pickle.dumps(loop)
+    again = pickle.loads(pickle.dumps(block))
+    for t in range(20):
+        x = {"a": 0.1 * t, "c": 2.0 - 0.1 * t, "d": 0.5}
+        a, b = again.predict_one(x, with_dist=True), loop.predict_one(x, with_dist=True)
+        assert (a.mu, a.sigma) == (b.mu, b.sigma)
+        again.learn_one(x, 1.0)
+        loop.learn_one(x, 1.0)
+
+
+def test_a_refused_sample_that_would_bring_an_input_back_changes_nothing(monkeypatch):
+    from river_doebe.engine import Engine, FilterError
+
+    model = _small_edoebe(40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for x, y in _stuck(60, 100):
+            model.learn_one(x, y)
+    x = {"a": 0.2, "c": 0.9}
+    model.predict_one(x)
+    before = pickle.dumps(model)
+
+    def refuse(self, z, y):
+        raise FilterError("member 0 cannot learn this sample: its update would not be finite")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Engine, "learn", refuse)
+        with pytest.raises(FilterError, match="cannot learn"):
+            model.learn_one(x, 1.0)
+    assert pickle.dumps(model) == before
+    assert model.standardizer_.idle.tolist() == [1]
+    model.learn_one(x, 1.0)
+    assert model.standardizer_.cols.tolist() == [0, 1]
+
+
+def test_a_flag_constant_over_the_classifier_s_warm_up_joins_when_it_is_raised():
+    rng = np.random.default_rng(23)
+    model = EDOEBEClassifier(families=[HilbertGP(12)], n_warmup=40, n_samples=1, starts=(1.0,),
+                             seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for t in range(160):
+            x = {"a": float(rng.normal()), "flag": t >= 60 and bool(rng.uniform() < 0.5)}
+            model.learn_one(x, bool(x["a"] + 3.0 * x["flag"] > 0.5))
+    assert model.standardizer_.cols.tolist() == [0, 1]
+    assert model.predict_proba_one({"a": -1.0, "flag": True})[True] > 0.5
+    assert model.predict_proba_one({"a": -1.0, "flag": False})[True] < 0.5
+
+
 def test_the_standardisation_of_dense_sparse_and_late_inputs():
     from river_doebe.warmup import Standardizer
 
@@ -699,12 +838,12 @@ def test_the_standardisation_of_dense_sparse_and_late_inputs():
     X[rng.uniform(size=n) < 0.3, 1] = 1.0  # an indicator: sparse
     counts = rng.integers(1, 4, size=n).astype(float)
     X[:, 2] = np.where(rng.uniform(size=n) < 0.5, counts, np.nan)  # a word count: sparse
-    X[:, 3] = 2.0  # constant: dropped
+    X[:, 3] = 2.0  # constant: left out
     X[:, 4] = np.where(rng.uniform(size=n) < 0.97, 1.0, np.nan)  # present nearly always, one value
     y = rng.normal(size=n)
     with pytest.warns(RuntimeWarning, match=r"\['d'\] are constant"):
         std = Standardizer.fit(X, y, names=list("abcde"))
-    assert std.keep.tolist() == [True, True, True, False, True]
+    assert std.cols.tolist() == [0, 1, 2, 4] and std.idle.tolist() == [3]
     assert std.sparse_.tolist() == [False, True, True, True]
     present = X[~np.isnan(X[:, 0]), 0]
     assert std.x_mean[0] == pytest.approx(present.mean(), rel=1e-12)
@@ -720,6 +859,22 @@ def test_the_standardisation_of_dense_sparse_and_late_inputs():
     assert std.x(row)[-1] == -1.0 and np.isnan(std.x_scale[-1])  # a prediction freezes nothing
     std.freeze(np.array([np.r_[X[0], 0.0], np.r_[X[1], np.nan], row, np.r_[X[2], 8.0]]))
     assert std.x_scale[-1] == 4.0 and std.x(np.r_[X[0], 8.0])[-1] == 2.0
+    # the input left out comes back at its first other value: last, centred at its warm-up
+    # value, scaled by the difference; a value equal to it or missing revives nothing
+    assert std.revive(np.r_[X[0], 1.0]) == 0
+    row = np.r_[X[0], 1.0]
+    row[3] = np.nan
+    assert std.revive(row) == 0 and std.n_columns == 6
+    row[3] = 2.5
+    assert std.revives(row) and std.revive(row) == 1 and not std.idle.size
+    assert std.cols.tolist() == [0, 1, 2, 4, 5, 3] and std.n_columns == 6
+    assert (std.x_mean[-1], std.x_scale[-1], std.sparse_[-1]) == (2.0, 0.5, False)
+    row[3] = 2.0
+    assert std.x(row)[-1] == 0.0 and std.x(np.r_[X[0], 1.0][None, :])[0, -1] == 0.0
+    row[3] = 1.0
+    assert std.x(row)[-1] == -2.0
+    std.grow(1)  # a later input still takes the next column of the schema
+    assert std.cols.tolist() == [0, 1, 2, 4, 5, 3, 6]
     # every input present: the statistics of the whole window, as before missing keys counted
     full = Standardizer.fit(np.nan_to_num(X[:, :3]), y)
     assert full.centred is None and full.x_mean[1] == np.nan_to_num(X[:, 1]).mean()

@@ -9,7 +9,8 @@ late, empty samples, and values of every NumPy scalar type.
   their ``float`` values, bit for bit.
 - After its warm-up an E-DOEBE gives finite predictions for any sparse sample, puts a missing
   dense key at its mean (exactly), learns keys first seen late with the scale of their first
-  non-zero value, and its blocks equal its loop.
+  non-zero value, and its blocks equal its loop; an input constant over its warm-up joins at
+  its first other value, scaled by the difference, its blocks equal to its loop.
 """
 
 from __future__ import annotations
@@ -150,19 +151,26 @@ def test_numpy_scalars_are_the_numbers_they_hold(stream):
 _WARM = {}
 
 
-def _warm_edoebe():
+def _warm_edoebe(stuck: bool = False):
     """An E-DOEBE warmed up on ``a`` and ``b`` (present in every sample), built once: its own
-    mixture (``recalibrate=False``), whose mean is the point prediction."""
-    if "model" not in _WARM:
+    mixture (``recalibrate=False``), whose mean is the point prediction. ``stuck``: with two
+    more inputs constant over its window, ``s`` (a sensor stuck at 2) and ``f`` (a flag never
+    raised, 0)."""
+    key = "stuck" if stuck else "model"
+    if key not in _WARM:
         rng = np.random.default_rng(0)
         model = EDOEBE(families=[HilbertGP(12), RandomFourierFeatures(8, seed=1)], n_warmup=30,
                        n_samples=1, starts=(1.0,), seed=0, recalibrate=False)
-        for _ in range(30):
-            x = {"a": 10.0 + float(rng.normal()), "b": float(rng.normal())}
-            model.learn_one(x, math.sin(x["a"]) + x["b"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore" if stuck else "error", RuntimeWarning)
+            for _ in range(30):
+                x = {"a": 10.0 + float(rng.normal()), "b": float(rng.normal())}
+                model.learn_one({**x, "s": 2.0, "f": 0.0} if stuck else x,
+                                math.sin(x["a"]) + x["b"])
         assert model.is_warm
-        _WARM["model"] = model
-    return copy.deepcopy(_WARM["model"])
+        assert model.standardizer_.idle.tolist() == ([2, 3] if stuck else [])
+        _WARM[key] = model
+    return copy.deepcopy(_WARM[key])
 
 
 @hypothesis.settings(max_examples=25, deadline=None,
@@ -196,6 +204,37 @@ def test_edoebe_after_its_warm_up_takes_any_sparse_sample(stream):
     for k, value in first_nonzero.items():
         assert scales[k] == value
     np.testing.assert_array_equal(block.standardizer_.x_scale, loop.standardizer_.x_scale)
+
+
+@hypothesis.settings(max_examples=25, deadline=None,
+                     suppress_health_check=[hypothesis.HealthCheck.too_slow])
+@hypothesis.given(sparse_streams(keys=("a", "b", "s", "f"), min_size=1, max_size=30))
+def test_inputs_constant_over_the_warm_up_join_at_their_first_other_value(stream):
+    loop, block = _warm_edoebe(stuck=True), _warm_edoebe(stuck=True)
+    first_change = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        expected = []
+        for x, y in stream:
+            dist = loop.predict_one(x, with_dist=True)
+            assert math.isfinite(dist.mu) and dist.sigma > 0
+            expected.append(dist)
+            loop.learn_one(x, y)
+            for k, c in (("s", 2.0), ("f", 0.0)):
+                if k in x and float(x[k]) != c:
+                    first_change.setdefault(k, abs(float(x[k]) - c))
+        got = block.predict_learn_many([x for x, _ in stream], [y for _, y in stream],
+                                       with_dist=True)
+    assert [d.mu for d in got] == [d.mu for d in expected]
+    assert [d.sigma for d in got] == [d.sigma for d in expected]
+    std = loop.standardizer_
+    names = loop.feature_names_in_
+    joined = [names[j] for j in std.cols.tolist()[2:]]
+    assert set(joined) == set(first_change)
+    for k, scale in zip(joined, std.x_scale[2:].tolist(), strict=True):
+        assert scale == first_change[k]
+    np.testing.assert_array_equal(block.standardizer_.cols, std.cols)
+    np.testing.assert_array_equal(block.standardizer_.x_scale, std.x_scale)
 
 
 def test_a_late_input_first_seen_subnormal_then_at_one_is_clipped_without_a_warning():

@@ -350,8 +350,8 @@ def test_one_sample_is_standardised_as_a_row_of_a_batch_bit_for_bit():
     rng = np.random.default_rng(3)
     X = rng.normal(size=(400, 6)) * [1e-3, 1.0, 5.0, 1e3, 1.0, 2.0] + [0.0, 3.0, -1.0, 1e4, 0, 0]
     X[:, 4] = np.where(rng.random(400) < 0.8, 0.0, X[:, 4])  # sparse
-    X[:, 5] = 7.0  # constant: dropped
     X[rng.random(X.shape) < 0.05] = np.nan
+    X[:300, 5] = 7.0  # constant: left out, until it comes back at row 300
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         std = Standardizer.fit(X[:200], rng.normal(size=200), clip=50.0)
@@ -362,6 +362,9 @@ def test_one_sample_is_standardised_as_a_row_of_a_batch_bit_for_bit():
     for i, row in enumerate(X):
         if i == 200:
             std.freeze(X[200:201])  # the late inputs' scales frozen half-way
+        if i >= 300 and std.revives(row):
+            assert std.revive(row) == 1
         one, batch = std.x(row), std.x(row[None, :])[0]
-        assert one.shape == batch.shape == (int(std.keep.sum()),)
+        assert one.shape == batch.shape == (len(std.cols),)
         assert (one.view(np.int64) == batch.view(np.int64)).all(), (i, one, batch)
+    assert std.cols[-1] == 5 and not std.idle.size

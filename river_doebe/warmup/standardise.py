@@ -11,9 +11,10 @@ counts the samples the river face learnt, from the model's own count.
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -26,20 +27,14 @@ __all__ = ["AsGiven", "StandardisedModel", "Standardizer"]
 
 
 @kernel(error_model="numpy")
-def _standardise_one(x, keep, mean, scale, clip, signs):
+def _standardise_one(x, cols, mean, scale, clip, signs):
     """:meth:`Standardizer.x` of one sample, element by element (the same operations in the
     same order as the array expressions, without their per-call overheads, which cost more than
     the arithmetic of a sample of a few dozen inputs)."""
-    n = 0
-    for j in range(keep.shape[0]):
-        if keep[j]:
-            n += 1
+    n = cols.shape[0]
     out = np.empty(n)
-    k = 0
-    for j in range(keep.shape[0]):
-        if not keep[j]:
-            continue
-        v = x[j]
+    for k in range(n):
+        v = x[cols[k]]
         s = scale[k]
         if signs and s != s:  # a late input whose scale is not frozen yet: its sign
             z = 1.0 if v > 0.0 else (-1.0 if v < 0.0 else (0.0 if v == 0.0 else v))
@@ -50,7 +45,6 @@ def _standardise_one(x, keep, mean, scale, clip, signs):
             elif z > clip:
                 z = clip
         out[k] = 0.0 if z != z else z  # a missing value (NaN) standardises to 0
-        k += 1
     return out
 
 
@@ -76,21 +70,30 @@ class Standardizer:
       value, frozen when the model first learns from one (:meth:`freeze`), so that every sample
       it has learnt keeps its standardised value.
 
-    In every case a missing key standardises to exactly 0. Inputs that take one value over the
-    whole window (absent counted as 0) carry no information for hyperparameters that are frozen
-    from then on; they are dropped (with a warning), so that values which such a feature takes
-    later cannot blow the standardised inputs up. Standardised values are clipped to
-    ``[-clip, clip]`` like the paper's code.
+    In every case a missing key standardises to exactly 0. An input that takes one value over
+    the whole window (absent counted as 0) carries no information for the hyperparameters
+    fitted on it, and a later value could not be scaled by its spread: it is left out (*idle*,
+    with a warning) until a sample about to be learnt gives it another value. It then joins the
+    model as an input that joined late does (:meth:`revive`), last, centred at its warm-up
+    value and scaled by the magnitude of that first difference (frozen at once): every earlier
+    sample, at the warm-up value, standardises to exactly 0, so its growth is exact (see
+    :meth:`river_doebe.engine.Engine.grow`). Standardised values are clipped to ``[-clip,
+    clip]`` like the paper's code.
     """
 
+    #: per model input: the centre and the scale (NaN: a late input's scale, not frozen yet)
     x_mean: np.ndarray
     x_scale: np.ndarray
-    keep: np.ndarray
+    #: per model input, in the model's order: its column of the input schema
+    cols: np.ndarray
     y_mean: float
     y_scale: float
     clip: float = 1e3
-    #: per kept input: whether it is centred (dense) or only scaled (sparse; ``None``: all dense)
+    #: per model input: whether it is centred (dense) or only scaled (sparse; ``None``: all dense)
     centred: np.ndarray | None = None
+    #: the schema's columns left out as constant over the window, and their value there
+    idle: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    idle_value: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @classmethod
     def fit(cls, X: np.ndarray, y: np.ndarray | None = None, names=None,
@@ -125,7 +128,7 @@ class Standardizer:
                 raise ValueError("the warm-up window has no inputs")
             warnings.warn(
                 "every input is constant over the warm-up window; the model keeps the first one "
-                "and will predict little more than the target's mean",
+                "and predicts little more than the target's mean until another one varies",
                 RuntimeWarning,
                 stacklevel=3,
             )
@@ -135,15 +138,20 @@ class Standardizer:
             dropped = np.flatnonzero(~keep)
             labels = [str(names[i]) if names is not None else f"x{i}" for i in dropped]
             warnings.warn(
-                f"input(s) {labels} are constant over the warm-up window and are ignored from now "
-                "on (frozen hyperparameters cannot use them)",
+                f"input(s) {labels} are constant over the warm-up window: left out until a "
+                "sample learnt gives them another value, then they join the model as a late "
+                "input does",
                 RuntimeWarning,
                 stacklevel=3,
             )
         centred = None if dense[keep].all() else np.array(dense[keep])
         scale = np.where(keep, spread, 1.0)
+        cols = np.flatnonzero(keep)
+        idle = np.flatnonzero(~keep)
+        idle_value = mean[idle].copy()
         if y is None:
-            return cls(centre[keep], scale[keep], keep, 0.0, 1.0, clip, centred)
+            return cls(centre[keep], scale[keep], cols, 0.0, 1.0, clip, centred, idle,
+                       idle_value)
         y_mean, y_std = (float(v[0]) for v in _mean_std(np.asarray(y, dtype=np.float64)[:, None]))
         if not y_std > CONSTANT * abs(y_mean):
             warnings.warn(
@@ -152,37 +160,83 @@ class Standardizer:
                 stacklevel=3,
             )
             y_std = 1.0
-        return cls(centre[keep], scale[keep], keep, y_mean, y_std, clip, centred)
+        return cls(centre[keep], scale[keep], cols, y_mean, y_std, clip, centred, idle,
+                   idle_value)
 
     def x(self, X: np.ndarray) -> np.ndarray:
-        """Standardise one sample ``(D,)`` or a batch ``(n, D)``; returns only the kept inputs.
-        A missing value (NaN) standardises to 0; an input that joined later and whose scale is
-        not frozen yet counts as its sign (what its scale, frozen from this value, gives)."""
+        """Standardise one sample ``(D,)`` or a batch ``(n, D)`` (the schema's columns); returns
+        the model's inputs. A missing value (NaN) standardises to 0; an input that joined later
+        and whose scale is not frozen yet counts as its sign (what its scale, frozen from this
+        value, gives)."""
         if X.ndim == 1:
-            return _standardise_one(X, self.keep, self.x_mean, self.x_scale, float(self.clip),
+            return _standardise_one(X, self.cols, self.x_mean, self.x_scale, float(self.clip),
                                     self.centred is not None)
         # a value far beyond its scale (a late input whose first value was subnormal, then 1)
         # may overflow to inf here: the clip below is what bounds it, so that is not an error
         with np.errstate(over="ignore"):
-            Z = (X[..., self.keep] - self.x_mean) / self.x_scale
+            Z = (X[..., self.cols] - self.x_mean) / self.x_scale
         Z = np.clip(Z, -self.clip, self.clip, out=Z)
         if self.centred is not None:
             unset = np.isnan(self.x_scale)
             if unset.any():
-                Z[..., unset] = np.sign(X[..., self.keep][..., unset])
+                Z[..., unset] = np.sign(X[..., self.cols][..., unset])
         missing = np.isnan(Z)
         if missing.any():
             Z[missing] = 0.0
         return Z
 
+    @property
+    def n_columns(self) -> int:
+        """How many columns the input schema has (the model's inputs and the idle ones)."""
+        return len(self.cols) + len(self.idle)
+
     def grow(self, n_new: int) -> None:
-        """Take ``n_new`` inputs that joined after the warm-up (last): sparse, not centred,
-        their scales unset until :meth:`freeze`."""
-        centred = np.ones(self.keep.sum(), dtype=np.bool_) if self.centred is None else self.centred
-        self.keep = np.r_[self.keep, np.ones(n_new, dtype=np.bool_)]
-        self.x_mean = np.r_[self.x_mean, np.zeros(n_new)]
-        self.x_scale = np.r_[self.x_scale, np.full(n_new, np.nan)]
-        self.centred = np.r_[centred, np.zeros(n_new, dtype=np.bool_)]
+        """Take ``n_new`` inputs that joined the schema after the warm-up (last): sparse, not
+        centred, their scales unset until :meth:`freeze`."""
+        n_cols = self.n_columns
+        self._append(np.arange(n_cols, n_cols + n_new), np.zeros(n_new), np.full(n_new, np.nan),
+                     np.zeros(n_new, dtype=np.bool_))
+
+    def _append(self, cols, mean, scale, centred) -> None:
+        """Append model inputs (schema columns ``cols``, centres, scales, centred flags)."""
+        was = np.ones(len(self.cols), dtype=np.bool_) if self.centred is None else self.centred
+        self.cols = np.r_[self.cols, np.asarray(cols, dtype=np.int64)]
+        self.x_mean = np.r_[self.x_mean, mean]
+        self.x_scale = np.r_[self.x_scale, scale]
+        self.centred = np.r_[was, centred]
+
+    def revives(self, x) -> bool:
+        """Whether learning the sample ``x`` (its values in schema order) would bring an idle
+        input back (:meth:`revive`)."""
+        return bool(self.idle.size) and bool(self._differing(x))
+
+    def _differing(self, x) -> list[tuple[int, int, float]]:
+        """The idle inputs whose value in ``x`` differs from their warm-up value beyond
+        rounding (the window's test of a constant): ``(position in idle, column, value)``."""
+        out = []
+        for i, (j, c) in enumerate(zip(self.idle.tolist(), self.idle_value.tolist(),
+                                       strict=True)):
+            v = float(x[j])
+            if v == v and abs(v - c) > CONSTANT * abs(c):
+                out.append((i, j, v))
+        return out
+
+    def revive(self, x) -> int:
+        """Before learning the sample ``x`` (its values in schema order): the idle inputs whose
+        value in it differs from their warm-up value join the model's inputs, last (centred at
+        that value, scaled by the magnitude of the difference); returns how many joined (the
+        model grows by as many)."""
+        if not self.revives(x):
+            return 0
+        back = self._differing(x)
+        centre = self.idle_value[[i for i, _, _ in back]]
+        scale = np.abs(np.array([v for _, _, v in back]) - centre)
+        # (an input idle at 0, a flag or a count, stays sparse: centred at 0 either way)
+        self._append([j for _, j, _ in back], centre, scale, centre != 0.0)
+        stay = np.ones(len(self.idle), dtype=np.bool_)
+        stay[[i for i, _, _ in back]] = False
+        self.idle, self.idle_value = self.idle[stay], self.idle_value[stay]
+        return len(back)
 
     def freeze(self, X: np.ndarray) -> None:
         """Before learning the sample ``(D,)`` or the rows ``(n, D)`` in order: an input that
@@ -192,7 +246,7 @@ class Standardizer:
         unset = np.flatnonzero(np.isnan(self.x_scale))
         if not unset.size:
             return
-        V = np.atleast_2d(X[..., self.keep])[:, unset]
+        V = np.atleast_2d(X[..., self.cols])[:, unset]
         set_ = (V != 0.0) & ~np.isnan(V)
         for i, j in enumerate(unset.tolist()):
             rows = np.flatnonzero(set_[:, i])
@@ -206,10 +260,10 @@ class Standardizer:
 
     @property
     def sparse_(self) -> np.ndarray:
-        """Per kept input: whether it is sparse (only scaled: absent means 0) rather than dense
+        """Per model input: whether it is sparse (only scaled: absent means 0) rather than dense
         (centred: a missing key means its mean)."""
         if self.centred is None:
-            return np.zeros(int(self.keep.sum()), dtype=np.bool_)
+            return np.zeros(len(self.cols), dtype=np.bool_)
         return ~self.centred
 
     def y(self, y):
@@ -254,6 +308,13 @@ class AsGiven:
 
     def grow(self, n_new: int) -> None:
         """New inputs are taken as given too."""
+
+    def revive(self, x) -> int:
+        """No input is ever left out."""
+        return 0
+
+    def revives(self, x) -> bool:
+        return False
 
     def y(self, y):
         return y
@@ -306,9 +367,33 @@ class StandardisedModel:
         return self._offset + self.model.n_updates
 
     # ------------------------------------------------------------------ both tasks
+    def revives(self, z) -> bool:
+        """Whether learning ``z`` (values in schema order) would first bring an input the
+        warm-up left out back (:meth:`Standardizer.revive`): such a sample takes the per-sample
+        path, and the estimator keeps a copy to restore if the sample is then refused."""
+        return self.scaler.revives(z) and self.model.can_grow
+
     def learn(self, z: np.ndarray, target) -> None:
-        z = self.scaler.x_learning(z)
-        self.model.learn(z, self.scaler.y(target) if self.regression else target)
+        if self.revives(z):
+            self._learn_reviving(z, target)
+            return
+        scaler = self.scaler
+        self.model.learn(scaler.x_learning(z), scaler.y(target) if self.regression else target)
+
+    def _learn_reviving(self, z: np.ndarray, target) -> None:
+        """:meth:`learn` of a sample that brings inputs back: the model grows by them first,
+        and if the sample is then refused, the model and the scaler are put back as they were
+        (in place: the estimator holds the model too). Once an input: a copy is affordable."""
+        model, scaler = self.model, self.scaler
+        saved = copy.deepcopy((model.__dict__, scaler.__dict__))
+        try:
+            model.grow(model.n_inputs + scaler.revive(z))
+            model.learn(scaler.x_learning(z), scaler.y(target) if self.regression else target)
+        except FilterError:
+            for obj, state in zip((model, scaler), saved, strict=True):
+                obj.__dict__.clear()
+                obj.__dict__.update(state)
+            raise
 
     def learn_block(self, Z: np.ndarray, targets: np.ndarray, keep: bool):
         """The model's block on ``(Z, targets)``; a regressor's ``(means, variances, extra)`` in
