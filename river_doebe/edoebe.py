@@ -45,7 +45,12 @@ from river_doebe.ensemble import BaseEnsemble, check_models, member_records
 from river_doebe.learner import DOBE, DOBEClassifier
 from river_doebe.warmup.fallback import Fallback
 from river_doebe.warmup.families import check_families
-from river_doebe.warmup.standardise import AsGiven, StandardisedModel, Standardizer
+from river_doebe.warmup.standardise import (
+    AsGiven,
+    StandardisedModel,
+    Standardizer,
+    target_is_constant,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -274,8 +279,28 @@ class BaseEDOEBE(BaseEnsemble):
         self._adaptor.learn(z, target)
         warm = self._warm
         # (a window whose samples had no feature at all has nothing to fit: it waits for one)
-        if warm is not None and warm.keep_window and warm.n >= self.n_warmup and z.shape[0]:
-            self._end_warmup()
+        if warm is not None and warm.keep_window and warm.n_window >= self.n_warmup and z.shape[0]:
+            if self.task == "regression" and target_is_constant(warm.window()[1]):
+                self._wait_for_a_varying_target(warm)
+            else:
+                self._end_warmup()
+
+    def _wait_for_a_varying_target(self, warm: Fallback) -> None:
+        """A window whose target never varied has no noise or prior variance to fit (the
+        evidence would push both to their bounds, leaving members that barely move once the
+        target varies): the window empties and keeps samples again from the first target that
+        differs, the fallback goes on predicting, and the warm-up ends on the first full window
+        whose target varies. Said once."""
+        value = float(warm.window()[1][0])
+        if not warm.restarts:
+            warnings.warn(
+                f"{type(self).__name__}: the target was constant ({value:g}) over the "
+                f"{warm.n_window} samples of the warm-up window; the warm-up goes on until "
+                "it varies (the fallback predicts meanwhile)",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+        warm.restart_window(value)
 
     def _end_warmup(self) -> None:
         """Fit the members; if that fails on the window's data, say so once and go on with the
@@ -313,16 +338,19 @@ class BaseEDOEBE(BaseEnsemble):
         self._warm = None
 
     def finish_warmup(self) -> Self:
-        """End the warm-up now, on the samples seen so far (at least 2), instead of at
-        ``n_warmup``. Useful when a stream is shorter than the window."""
+        """End the warm-up now, on the samples of its window so far (at least 2), instead of
+        at ``n_warmup``. Useful when a stream is shorter than the window."""
         if self._engine is not None:
             return self
-        if self._warm is None or self._warm.n < 2:
-            raise RuntimeError("the warm-up needs at least 2 samples")
+        if self._warm is None or self._warm.n_window < 2:
+            restarted = self._warm is not None and self._warm.restarts
+            raise RuntimeError(
+                "the warm-up needs at least 2 samples in its window"
+                + (" (it restarted: the target was constant over it)" if restarted else ""))
         if not self._warm.keep_window:
             raise RuntimeError("the warm-up failed already; the model is its fallback")
         warnings.warn(
-            f"warm-up ended early on {self._warm.n} samples instead of {self.n_warmup}",
+            f"warm-up ended early on {self._warm.n_window} samples instead of {self.n_warmup}",
             RuntimeWarning,
             stacklevel=2,
         )
@@ -409,7 +437,10 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
     weights start uniform after the warm-up: the window's predictive densities are in-sample for
     the fitted hyperparameters and would favour whichever family overfits it. Predictions and
     distributions are in the original units of ``y``. If the fit fails on the window's data, the
-    model says so once and goes on with its fallback.
+    model says so once and goes on with its fallback. A window whose target never varied (a
+    sensor that read one value, a count that stayed 0) has no noise or prior variance to fit:
+    the model says so once, and its window keeps samples again from the first target that
+    differs, the fallback predicting meanwhile.
 
     A missing key is at its window mean for a dense input (present in 99% of the window's samples)
     and 0 for a sparse one (an indicator, a word count); inputs first seen after the warm-up join

@@ -418,11 +418,13 @@ def _warn_if_never_warm(model: Any, n_samples: int) -> None:
             warm = part._warm
             if warm is None or not warm.keep_window:
                 continue  # nothing learnt, or a failed warm-up (which warned already)
+            why = (f" (the target was constant over its first window; the window kept since the "
+                   f"target first varied holds {warm.n_window} samples)" if warm.restarts else "")
             warnings.warn(
                 f"{type(part).__name__}: the stream ended after {n_samples} samples, before the "
                 f"end of the warm-up (n_warmup={part.n_warmup}): every prediction came from the "
-                "warm-up fallback and the ensemble never ran. Give a smaller n_warmup (a fifth "
-                "of the stream is a good start) or call finish_warmup()",
+                f"warm-up fallback and the ensemble never ran{why}. Give a smaller n_warmup (a "
+                "fifth of the stream is a good start) or call finish_warmup()",
                 RuntimeWarning,
                 stacklevel=3,
             )

@@ -442,3 +442,9 @@ def test_a_stream_shorter_than_the_warm_up_says_the_ensemble_never_ran():
         progressive_scores(Drift(n_samples=120, seed=1), model, metrics.NMSE())
     assert model.is_warm
     assert not [w for w in caught if "ended after" in str(w.message)]
+    # a window whose target never varied restarts: the warning says why the warm-up waited
+    stuck = [(x, 2.0 if t < 100 else y) for t, (x, y) in enumerate(Drift(n_samples=120, seed=1))]
+    with pytest.warns(RuntimeWarning, match=r"constant over its first window; the window kept "
+                      r"since the target first varied holds 20 samples"):
+        progressive_scores(stuck, EDOEBE(n_warmup=50, n_samples=1, starts=(1.0,)),
+                           metrics.NMSE())

@@ -123,14 +123,43 @@ def test_constant_feature_is_dropped_with_a_warning_and_later_values_are_harmles
 def test_constant_target_and_short_window_give_working_models():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(200, 3))
-    with pytest.warns(RuntimeWarning, match="target is constant"):
-        preds = _finite_stream(_small(), X, np.full(200, 3.0))
+    model = _small()
+    with pytest.warns(RuntimeWarning, match=r"target was constant \(3\) over the 150 samples"):
+        preds = _finite_stream(model, X, np.full(200, 3.0))
     assert np.allclose(preds[150:, 0], 3.0, atol=1e-3)
+    assert not model.is_warm  # (the fallback predicts until the target varies)
     # fewer warm-up samples than inputs
     Xw = rng.normal(size=(60, 12))
     yw = Xw[:, 0] + 0.1 * rng.normal(size=60)
     with pytest.warns(RuntimeWarning, match="samples for 12 inputs"):
         _finite_stream(_small(n_warmup=8), Xw, yw)
+
+
+def test_a_warm_up_window_whose_target_never_varied_waits_for_one_that_does():
+    """The probe: ``y`` stuck at 3 for 1,100 samples, then ``sin(6a) + b + noise``: ``EDOEBE()``
+    fitted its members on the constant window (noise and prior variances at their lower bounds)
+    and its MAE over samples 1,500-2,000 was 0.93. The window now restarts until its target
+    varies (said once); the model fitted then is as good as one on a stream that varied from
+    the start."""
+    rng = np.random.default_rng(4)
+    n, stuck = 1200, 250
+    X = rng.uniform(size=(n, 2))
+    live = np.sin(6.0 * X[:, 0]) + X[:, 1] + 0.1 * rng.normal(size=n)
+    y = np.where(np.arange(n) < stuck, 3.0, live)
+    model = _small(n_warmup=150)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        preds = _finite_stream(model, X, y)
+    said = [w for w in caught if "target was constant" in str(w.message)]
+    assert len(said) == 1 and not any("target is constant" in str(w.message) for w in caught)
+    assert model.is_warm
+    std = model.standardizer_
+    # (the window that was fitted: the 150 samples from the first that varied)
+    assert std.y_mean == pytest.approx(live[stuck:stuck + 150].mean(), rel=1e-12)
+    reference = _finite_stream(_small(n_warmup=150), X, live)
+    tail = slice(n - 400, n)
+    assert np.mean(np.abs(preds[tail, 0] - y[tail])) <= 1.3 * np.mean(
+        np.abs(reference[tail, 0] - live[tail]))
 
 
 def test_stream_shorter_than_the_window():

@@ -217,6 +217,9 @@ class Fallback:
         self.share = share
         self.n = 0
         self.keep_window = True
+        #: how many times the window restarted (:meth:`restart_window`)
+        self.restarts = 0
+        self._wait_for: float | None = None
         self._X = np.zeros((16, n_inputs))  # the window's rows, with room to grow
         self._y: list = []
         self._moments = _Moments(n_inputs)
@@ -263,6 +266,23 @@ class Fallback:
         else:
             self._post = None
         self._cache = None
+
+    @property
+    def n_window(self) -> int:
+        """How many samples the window holds (all learnt so far, unless it restarted)."""
+        return len(self._y)
+
+    def restart_window(self, value: float) -> None:
+        """Empty the window and keep learning (the running statistics and the members are
+        kept), and keep no sample in it until a target differs from ``value``: an E-DOEBE
+        whose window's target was constant (``value``) waits for samples that vary."""
+        self._X[:] = 0.0
+        self._y = []
+        self._wait_for = value
+        self._cache = None
+        if self.task == "regression":
+            self._post = None
+        self.restarts += 1
 
     def drop_window(self) -> None:
         """Stop keeping the samples (the warm-up was given up: the fallback is the model)."""
@@ -458,7 +478,10 @@ class Fallback:
 
     def _keep(self, z: np.ndarray, y) -> None:
         """Add ``(z, y)`` to the statistics and the window."""
-        if self.keep_window:
+        c = self._wait_for
+        if c is not None and abs(float(y) - c) > CONSTANT * abs(c):  # (the test of a constant)
+            self._wait_for = c = None  # the first target that differs: the window starts here
+        if self.keep_window and c is None:
             n = len(self._y)
             if n == self._X.shape[0]:
                 self._X = np.vstack([self._X, np.zeros_like(self._X)])

@@ -23,7 +23,7 @@ from river_doebe.kernels.jit import kernel
 from river_doebe.warmup import fallback
 from river_doebe.warmup.fallback import CONSTANT
 
-__all__ = ["AsGiven", "StandardisedModel", "Standardizer"]
+__all__ = ["AsGiven", "StandardisedModel", "Standardizer", "target_is_constant"]
 
 
 @kernel(error_model="numpy")
@@ -107,7 +107,7 @@ class Standardizer:
             # every key in every sample (the paper's streams): the statistics of the whole window
             mean, std = _mean_std(X)
             centre, spread = mean, std
-            dense = std > CONSTANT * np.abs(mean)
+            dense = _varies(mean, std)
         else:
             mean, std = _mean_std(np.where(present, X, 0.0))  # absent counted as 0
             centre, spread = mean.copy(), std.copy()
@@ -118,11 +118,11 @@ class Standardizer:
                     centre[j], spread[j] = m[0], s[0]
             fraction = present.mean(axis=0)
             # (the fallback's constant, read here at each fit: the threshold benchmark moves it)
-            dense = (fraction >= fallback.DENSE_PRESENCE) & (spread > CONSTANT * np.abs(centre))
+            dense = (fraction >= fallback.DENSE_PRESENCE) & _varies(centre, spread)
             centre = np.where(dense, centre, 0.0)
             spread = np.where(dense, spread, std)
         # constant: no spread beyond rounding, relative to the input's own size (any scale)
-        keep = dense | (std > CONSTANT * np.abs(mean))
+        keep = dense | _varies(mean, std)
         if not keep.any():
             if X.shape[1] == 0:
                 raise ValueError("the warm-up window has no inputs")
@@ -153,7 +153,7 @@ class Standardizer:
             return cls(centre[keep], scale[keep], cols, 0.0, 1.0, clip, centred, idle,
                        idle_value)
         y_mean, y_std = (float(v[0]) for v in _mean_std(np.asarray(y, dtype=np.float64)[:, None]))
-        if not y_std > CONSTANT * abs(y_mean):
+        if not _varies(y_mean, y_std):
             warnings.warn(
                 "the target is constant over the warm-up window; its scale is taken as 1",
                 RuntimeWarning,
@@ -217,7 +217,7 @@ class Standardizer:
         for i, (j, c) in enumerate(zip(self.idle.tolist(), self.idle_value.tolist(),
                                        strict=True)):
             v = float(x[j])
-            if v == v and abs(v - c) > CONSTANT * abs(c):
+            if v == v and _varies(c, abs(v - c)):
                 out.append((i, j, v))
         return out
 
@@ -283,6 +283,19 @@ class Standardizer:
         """The log density of a standardised target as the log density of ``y`` (the change of
         variables: minus the log of the scale)."""
         return float(log_p - math.log(self.y_scale))
+
+
+def _varies(mean, std):
+    """Whether values of this mean and (population) standard deviation vary beyond rounding,
+    relative to their own size (any scale)."""
+    return std > CONSTANT * np.abs(mean)
+
+
+def target_is_constant(y: np.ndarray) -> bool:
+    """Whether the targets ``y`` take one value (up to rounding): what :meth:`Standardizer.fit`
+    would scale by 1."""
+    mean, std = _mean_std(np.asarray(y, dtype=np.float64)[:, None])
+    return not bool(_varies(mean[0], std[0]))
 
 
 def _mean_std(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
