@@ -34,6 +34,11 @@ __all__ = ["Schema", "check_row", "check_target", "check_targets"]
 
 _FAST_TYPES = frozenset({float, int, np.float64, np.float32, np.int64, np.int32})
 
+#: NumPy floats narrower than a Python float: compared with one, NumPy rounds the Python float to
+#: their precision, so a float32 0.0 equals 1e-254 (and float32 0.1 equals 0.1) although the two
+#: convert to different float64s
+_NARROW = frozenset({np.float16, np.float32})
+
 
 def _no_values(x):
     return ()
@@ -111,17 +116,20 @@ class Schema:
         z = self._again(vals)
         if z is None:
             z = self._convert(vals)
-            self._last = (vals, z)
+            # (values that compare inexactly are not kept: see _NARROW)
+            self._last = (vals, z) if _NARROW.isdisjoint(map(type, vals)) else None
         return z
 
     def _again(self, vals: Any) -> np.ndarray | None:
         """The array of the last sample :meth:`to_array` converted, if ``vals`` are its values
         (river's loop learns the sample it has just predicted). Equal numbers give equal floats,
-        but for the zeros' signs: a value equal to zero always converts anew. The array is
-        read, never written, by those who get it."""
+        but for the zeros' signs, and but for a NumPy float narrower than a Python float on
+        either side (:data:`_NARROW`): a value equal to zero, or such a float, always converts
+        anew. The array is read, never written, by those who get it."""
         last = self._last
         try:
-            if last is not None and last[0] == vals and 0.0 not in vals:
+            if (last is not None and last[0] == vals and 0.0 not in vals
+                    and _NARROW.isdisjoint(map(type, vals))):
                 return last[1]
         except (TypeError, ValueError):  # (a value that does not compare: validated anew)
             pass
