@@ -1035,3 +1035,25 @@ def test_the_array_of_the_sample_just_predicted_is_reused_only_for_equal_values(
     with pytest.raises(ValueError, match="'b'"):
         schema.to_array({"a": 1.0, "b": float("nan")})
     assert pickle.loads(pickle.dumps(schema))._last is None  # (a cache: not pickled)
+
+
+def test_a_narrow_numpy_float_never_stands_for_another_value():
+    """Found by the NumPy-scalars property: NumPy compares a float32 with a Python float at
+    float32 precision, so the array of a sample whose value was ``np.float32(0.0)`` was reused
+    for the next sample's 1.9e-254 (the model learnt 0), and float32 0.1 stood for 0.1."""
+    schema = Schema(["a"])
+    schema.to_array({"a": np.float32(0.0)})
+    assert schema.to_array({"a": 1.9441183571420623e-254})[0] == 1.9441183571420623e-254
+    z = schema.to_array({"a": 0.1})
+    assert schema.to_array({"a": np.float32(0.1)})[0] == float(np.float32(0.1)) != z[0]
+    assert schema.to_array({"a": np.float16(0.1)})[0] == float(np.float16(0.1))
+    assert schema.to_array_and_new({"a": 0.1})[0][0] == 0.1
+    stream = [({"b": np.float32(0.0)}, 0.0), ({}, 0.0), ({"b": 1.9441183571420623e-254}, 1.0),
+              ({"b": 0.0}, 0.0)]
+    numpy_fed, float_fed = EDOEBE(n_warmup=100), EDOEBE(n_warmup=100)
+    for x, y in stream:
+        assert numpy_fed.predict_one(x) == float_fed.predict_one(
+            {k: float(v) for k, v in x.items()})
+        numpy_fed.learn_one(x, y)
+        float_fed.learn_one({k: float(v) for k, v in x.items()}, y)
+    assert pickle.dumps(numpy_fed) == pickle.dumps(float_fed)
