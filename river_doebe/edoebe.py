@@ -141,6 +141,9 @@ class BaseEDOEBE(BaseEnsemble):
 
     task = "regression"
     _learner_type: type = DOBE
+    #: the outlier gate of the engine (:attr:`river_doebe.engine.Engine.gate`): the regressor's
+    #: parameter; a classifier has none
+    outlier_gate: float | None = None
 
     def __init__(
         self,
@@ -269,6 +272,8 @@ class BaseEDOEBE(BaseEnsemble):
         regression = self.task == "regression"
         if self.models is not None:
             super()._on_schema(schema)
+            assert self._engine is not None  # (built by the base for the explicit members)
+            self._engine.gate = self.outlier_gate
             self._adaptor = StandardisedModel(self._engine, AsGiven(), regression)
             return
         self._warm = Fallback(len(schema), self.task)
@@ -331,6 +336,7 @@ class BaseEDOEBE(BaseEnsemble):
             replay=bool(self.replay), verbose=bool(self.verbose), weighting=self._weighting(),
             **self._likelihood_options(),
         )
+        engine.gate = self.outlier_gate  # (after the replay of the window: it learns every row)
         self._engine = engine
         self._adaptor = StandardisedModel(engine, std, self.task == "regression",
                                           n_before=warm.n)
@@ -529,6 +535,17 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         benchmarks/results/calibration_replay.md); ``False`` gives the ensemble's own mixture.
         ``recalibration_`` is the state (a :class:`river_doebe.conf.Recalibrated` that wraps
         nothing: its ``alpha_``, ``gate_open_``, ``n_updates_``).
+    outlier_gate
+        After the warm-up, a target further than ``outlier_gate`` standard deviations of the
+        ensemble's predictive (its moment-matched mean and variance) from the prediction, when
+        the target before it was within them, is kept out of the members and their weights:
+        an isolated outlier (a sensor spike, a typing error), which the Gaussian filters would
+        otherwise learn like any target, for thousands of samples. The model is then exactly as
+        if the sample had not come; the prediction made for it, its score and the
+        recalibration count it as usual. The next target beyond the gate is learnt, and those
+        after it while they stay beyond: a stream that moved is followed from its second
+        sample. ``None`` learns every target, as the paper does. Defaults to ``None``.
+        ``n_skipped_`` counts the targets kept out.
 
     Examples
     --------
@@ -603,9 +620,13 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         stacking_rate: float = STACKING_RATE,
         share: float = 0.0,
         recalibrate: bool = True,
+        outlier_gate: float | None = None,
     ):
         self.recalibrate = recalibrate
         check_bool("recalibrate", recalibrate)
+        self.outlier_gate = outlier_gate
+        if outlier_gate is not None:
+            check_positive("outlier_gate", outlier_gate)
         super().__init__(
             families=families, n_warmup=n_warmup, n_samples=n_samples,
             rw_variances=rw_variances, delta=delta, seed=seed, models=models,
@@ -629,6 +650,11 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         if "recalibrate" not in state:
             state = {**state, "recalibrate": False, "_recal": None}
         super().__setstate__(state)
+
+    @property
+    def n_skipped_(self) -> int:
+        """How many targets the ``outlier_gate`` kept out of the members and weights."""
+        return 0 if self._engine is None else int(self._engine.n_skipped)
 
     @property
     def recalibration_(self):
@@ -807,6 +833,7 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         yield {"models": models}
         yield {"models": models, "weighting": "stacking", "stacking_rate": 0.2, "share": 0.01}
         yield {"models": models, "recalibrate": False}
+        yield {"models": models, "outlier_gate": 8.0}
         yield {
             "families": [RandomFourierFeatures(5, seed=1)],
             "n_warmup": 20,

@@ -506,3 +506,30 @@ def test_sparse_streams_are_what_their_rows_claim_and_the_report_reads_its_json(
     report = (tmp_path / "sparse.md").read_text()
     assert "| StandardScaler \\| BLR | 0.400 |" in report and "Ratio of the means" in report
     assert "| weight | 0.9 | 0.300 | 0.200 | 1.000 | - |" in report
+
+
+@pytest.mark.slow
+def test_outliers_scores_every_model_on_every_event(tmp_path):
+    outliers, results = _run_main("outliers", ["--quick", "--data-dir", str(tmp_path),
+                                               "--out", str(tmp_path)])
+    assert json.loads((tmp_path / "outliers.json").read_text()) == json.loads(
+        json.dumps(results))
+    models = list(outliers.event_models(200))
+    assert [(r["event"], r["model"]) for r in results["events"]] == [
+        (e, m) for e in outliers.EVENTS for m in models]
+    rows = {(r["event"], r["model"]): r for r in results["events"]}
+    for r in rows.values():
+        assert all(math.isfinite(v) for v in r["mae"].values())
+    gated = "EDOEBE(outlier_gate=8)"
+    assert rows[("spike", gated)]["kept_out"] == 1
+    assert rows[("clean", gated)]["kept_out"] == 0
+    assert rows[("spike", gated)]["mae"]["+1..+50"] < 1.0 < rows[("spike", "EDOEBE()")]["mae"][
+        "+1..+50"]
+    # (no data folder here: the built-in streams only, each with and without the gate)
+    streams = [r["stream"] for r in results["streams"]][::2]
+    assert streams[:2] == ["drift", "static_then_drift"] and "elevators" not in streams
+    assert [(r["stream"], r["outlier_gate"]) for r in results["streams"]] == [
+        (s, g) for s in streams for g in (None, 8.0)]
+    table = (tmp_path / "outliers.md").read_text()
+    assert all(f"| {e} | {m} |" in table for e, m in rows)
+    assert "| drift | 8 |" in table

@@ -47,6 +47,13 @@ _LOG_ONE = np.zeros(1)
 _LOG_ONE.flags.writeable = False
 
 
+def _row_of(out: tuple, t: int) -> tuple:
+    """Row ``t`` of :meth:`Engine.learn_block`'s outputs, as a block of one row."""
+    rows = slice(t, t + 1)
+    a, b, extra = out
+    return a[rows], b[rows], None if extra is None else tuple(e[rows] for e in extra)
+
+
 def _joined(parts: list) -> tuple:
     """The outputs of :meth:`Engine.learn_block` over consecutive parts of a block, as one."""
     if len(parts) == 1:
@@ -85,6 +92,15 @@ class Engine:
 
     #: member parameters that must be positive (a likelihood without noise drops ``var_eps``)
     _positive_params: tuple[str, ...] = ("var_theta", "var_eps")
+
+    #: the outlier gate of a regression stack (see :meth:`learn`): a target further than
+    #: ``gate`` predictive standard deviations from the moment-matched prediction, when the
+    #: target before it was not, is kept out of the members and the weights; ``None``: every
+    #: target is learnt. Its run (``_extremes``: the targets in a row beyond it) and count
+    #: (``n_skipped``) are part of the state.
+    gate: float | None = None
+    _extremes = 0
+    n_skipped = 0
 
     #: per-step buffers, rebuilt rather than pickled
     _scratch: frozenset = frozenset(
@@ -339,9 +355,38 @@ class Engine:
         self._prepare(z)
         return mixture_log_density(self.log_prior, self.mean, self.var, y)
 
+    def _beyond(self, y: float, mean: float, var: float) -> bool:
+        """Whether ``y`` is beyond the gate of the prediction ``(mean, var)``."""
+        assert self.gate is not None  # (asked only of a gated stack)
+        return not abs(y - mean) <= self.gate * math.sqrt(var)
+
+    def _kept_out(self, y: float) -> bool:
+        """The gate on the target of the sample just predicted: whether it is kept out (an
+        isolated extreme); counts the run of extremes either way."""
+        mean, var = ((float(self.mean[0]), float(self.var[0])) if self.M == 1
+                     else mixture_moments(self.log_prior, self.mean, self.var))
+        if not self._beyond(y, mean, var):
+            self._extremes = 0
+            return False
+        self._extremes += 1
+        if self._extremes > 1:
+            return False  # a second extreme in a row: the stream moved, not one value
+        self.n_skipped += 1
+        self.n_updates += 1
+        return True
+
     def learn(self, z: np.ndarray, y: float) -> None:
-        """Fold ``(z, y)`` into every member and into the weights."""
+        """Fold ``(z, y)`` into every member and into the weights.
+
+        With a :attr:`gate`, a target beyond it whose predecessor was within it is kept out
+        instead, exactly as if the sample had not come (the predict step it had changes no
+        number: its owed updates are applied, and the weights' switch is made from the same
+        weights again); it still counts among :attr:`n_updates`. A second target in a row beyond
+        the gate is learnt, and so are those after it while they stay beyond: a stream that
+        moved is followed from its second sample on."""
         self._prepare(z)
+        if self.gate is not None and self._kept_out(y):
+            return
         refused = self._update_members(y)
         if refused:
             k = refused - 1
@@ -445,7 +490,7 @@ class Engine:
         while done < B:  # (more than one part only while the pace probes: see Pace.split)
             n = self._block_pace.split(self.work, self.M, B - done)
             try:
-                parts.append(self._learn_rows(Z[done:done + n], Y[done:done + n],
+                parts.append(self._learn_part(Z[done:done + n], Y[done:done + n],
                                               keep_weights, done))
             except FilterError as err:
                 err.learnt = _joined([*parts, err.learnt])
@@ -454,18 +499,93 @@ class Engine:
         self._bury()  # (after the parts: a member buried later changes no number)
         return _joined(parts)
 
+    def _learn_part(self, Z: np.ndarray, Y: np.ndarray, keep_weights: bool,
+                    offset: int) -> tuple:
+        """:meth:`_learn_rows`, with the :attr:`gate`: the rows run as a block, and if the gate
+        keeps one out (see :meth:`learn`; the block's predictions are the ones the rows had one
+        by one), the stack goes back to before the block, learns the rows before it again
+        (exact: the same arithmetic), keeps it out with the prediction it had, and goes on
+        after it. A row the members refuse is asked of the gate first, one by one, as
+        :meth:`learn` would."""
+        if self.gate is None:
+            return self._learn_rows(Z, Y, keep_weights, offset)
+        parts: list = []
+        while Z.shape[0]:
+            saved = State(*(a.copy() for a in self.state))
+            before = (self.log_w.copy(), self.log_evidence, self.n_updates)
+            try:
+                out = self._learn_rows(Z, Y, keep_weights, offset, saved)
+            except FilterError as err:
+                # the rows before the refused one are learnt (gated); the gate may keep the
+                # refused row out, which one by one is asked before its update is
+                t = err.rows_learnt - offset
+                parts.append(err.learnt)
+                try:
+                    parts.append(self._one_row(Z[t], float(Y[t]), keep_weights))
+                except FilterError:
+                    err.learnt = _joined(parts)
+                    raise err from None
+                Z, Y, offset = Z[t + 1:], Y[t + 1:], offset + t + 1
+                continue
+            t, run = self._first_kept_out(out[0], out[1], Y)
+            if t < 0:
+                self._extremes = run
+                parts.append(out)
+                break
+            self.state = saved
+            self.log_w, self.log_evidence, self.n_updates = before
+            self._cache_z = None
+            if t:
+                parts.append(self._learn_rows(Z[:t], Y[:t], keep_weights, offset))
+            parts.append(_row_of(out, t))
+            self._extremes = 1
+            self.n_skipped += 1
+            self.n_updates += 1
+            Z, Y, offset = Z[t + 1:], Y[t + 1:], offset + t + 1
+        return _joined(parts) if parts else self._empty_outputs(keep_weights)
+
+    def _first_kept_out(self, a: np.ndarray, b: np.ndarray, Y: np.ndarray) -> tuple[int, int]:
+        """The first row whose target the gate keeps out given the block's predictions ``(a,
+        b)`` (-1: none), and the run of extremes after the last row when none is."""
+        run = self._extremes
+        for t, (mean, var, y) in enumerate(zip(a.tolist(), b.tolist(), Y.tolist())):
+            if not self._beyond(y, mean, var):
+                run = 0
+                continue
+            run += 1
+            if run == 1:
+                return t, 0
+        return -1, run
+
+    def _one_row(self, z: np.ndarray, y: float, keep_weights: bool) -> tuple:
+        """A block's row the per-sample way (:meth:`predict`, :meth:`learn`), with its outputs
+        as :meth:`learn_block` gives them."""
+        mean, var = self.predict(z)
+        extra = ((self.log_prior[None, :].copy(), self.mean[None, :].copy(),
+                  self.var[None, :].copy()) if keep_weights else None)
+        self.learn(z, y)
+        return np.array([mean]), np.array([var]), extra
+
+    def _empty_outputs(self, keep_weights: bool) -> tuple:
+        M = self.M
+        return (np.empty(0), np.empty(0),
+                tuple(np.empty((0, M)) for _ in range(3)) if keep_weights else None)
+
     def _learn_rows(
-        self, Z: np.ndarray, Y: np.ndarray, keep_weights: bool, offset: int
+        self, Z: np.ndarray, Y: np.ndarray, keep_weights: bool, offset: int,
+        saved: State | None = None,
     ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
         """:meth:`learn_block` on rows ``offset ..`` of its block, in one call of the kernels,
-        without burying the members that died (the caller does, after its last part)."""
+        without burying the members that died (the caller does, after its last part);
+        ``saved``: a copy of the state before the rows, if the caller made one."""
         B = Z.shape[0]
         M, Fmax = self.state.mu.shape
         parallel = self._block_pace.start(self.work, self.M, B)
         # slot-major, as the kernels read it (each fills the columns its members read)
         Phi3 = np.empty((self.n_slots, B, Fmax))
         self._featurize(np.ascontiguousarray(Z), Phi3, parallel)
-        saved = State(*(a.copy() for a in self.state))  # what a refused row puts back
+        if saved is None:
+            saved = State(*(a.copy() for a in self.state))  # what a refused row puts back
         out = self._member_pass(Phi3, Y, parallel)
         self._block_pace.stop()
         bad = out[-1]
@@ -477,8 +597,7 @@ class Engine:
             # the rows before it, learnt again (exact: none of them was refused), and their
             # predictions, which the error carries (``learnt``, as this method returns them)
             learnt = (self.learn_block(Z[:t_bad], Y[:t_bad], keep_weights) if t_bad
-                      else (np.empty(0), np.empty(0),
-                            tuple(np.empty((0, M)) for _ in range(3)) if keep_weights else None))
+                      else self._empty_outputs(keep_weights))
             err = FilterError(
                 f"row {offset + t_bad} of the block cannot be learnt safely: member "
                 f"{int(self.live[k])} ({type(self.stack[k].basis).__name__}) refuses it"
