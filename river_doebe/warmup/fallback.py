@@ -209,6 +209,10 @@ class Fallback:
         Weight redistributed between the two members at every step.
     """
 
+    #: (defaults for fallbacks pickled before the window could restart)
+    restarts = 0
+    _wait_for: float | None = None
+
     def __init__(self, n_inputs: int, task: str = "regression", k: int = 5, share: float = 0.01):
         if task not in ("regression", "classification"):
             raise ValueError(f"task must be 'regression' or 'classification', got {task!r}")
@@ -219,7 +223,7 @@ class Fallback:
         self.keep_window = True
         #: how many times the window restarted (:meth:`restart_window`)
         self.restarts = 0
-        self._wait_for: float | None = None
+        self._wait_for = None
         self._X = np.zeros((16, n_inputs))  # the window's rows, with room to grow
         self._y: list = []
         self._moments = _Moments(n_inputs)
