@@ -126,7 +126,7 @@ def check_edoebe_params(model, kind: type, name: str) -> None:
     if not model.static and len(rw) == 0:
         raise ValueError("no members: give rw_variances, or keep the static members")
     check_probability("delta", model.delta)
-    edoebe_transition(1, len(model._levels()), float(model.delta))
+    edoebe_transition(1, model._n_blocks(), float(model.delta))
     check_seed(model.seed)
     check_weight_floor(model.weight_floor)
     check_weighting(model.weighting, model.stacking_rate, model.share)
@@ -207,17 +207,26 @@ class BaseEDOEBE(BaseEnsemble):
         static block (when ``static``)."""
         return [float(v) for v in self.rw_variances] + ([0.0] if self.static else [])
 
+    def _noise_levels(self) -> tuple[float, ...]:
+        """The multipliers of the members' noise variances, one block of twins each (a
+        classifier's members have none: one block)."""
+        return (1.0,)
+
+    def _n_blocks(self) -> int:
+        return len(self._levels()) * len(self._noise_levels())
+
     def _transition(self, n_members: int):
-        levels = len(self._levels())
-        return edoebe_transition(n_members // levels, levels, float(self.delta))
+        blocks = self._n_blocks()
+        return edoebe_transition(n_members // blocks, blocks, float(self.delta))
 
     def _members_for(self, n_inputs: int) -> list[Member]:
         """Explicit models: for each random-walk level a copy of every member, then the static
-        block."""
-        return twin_members(member_records(self.models, n_inputs), self._levels())
+        block (and those blocks once per noise level)."""
+        return twin_members(member_records(self.models, n_inputs), self._levels(),
+                            self._noise_levels())
 
     def _n_members_before(self) -> int:
-        return 1 if self.models is None else len(self.models) * len(self._levels())
+        return 1 if self.models is None else len(self.models) * self._n_blocks()
 
     def _history_targets(self, y: Any, n: int) -> np.ndarray:  # pragma: no cover - per task
         """The targets of a history for :meth:`from_batch` (a classifier: its label codes)."""
@@ -226,7 +235,8 @@ class BaseEDOEBE(BaseEnsemble):
     @property
     def members(self) -> list[Member]:
         """The members (basis, variances, random walk, and where the warm-up found them), in
-        weight order: the dynamic twins first, the static members last."""
+        weight order: the dynamic twins first, the static members last (with several
+        ``noise_levels``, those blocks once per level, in its order)."""
         if self._engine is None and self.models is None:
             raise RuntimeError("the ensemble has no members before its warm-up ends")
         return super().members
@@ -332,6 +342,7 @@ class BaseEDOEBE(BaseEnsemble):
         std, engine, _ = fit_ensemble(
             X, targets, task=self.task, names=names, families=self.families,
             n_samples=int(self.n_samples), levels=self._levels(), delta=float(self.delta),
+            noise_levels=self._noise_levels(),
             weight_floor=float(self.weight_floor), starts=tuple(self.starts), seed=self.seed,
             replay=bool(self.replay), verbose=bool(self.verbose), weighting=self._weighting(),
             **self._likelihood_options(),
@@ -546,6 +557,13 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         after it while they stay beyond: a stream that moved is followed from its second
         sample. ``None`` learns every target, as the paper does. Defaults to ``None``.
         ``n_skipped_`` counts the targets kept out.
+    noise_levels
+        Multipliers of each member's noise variance ``var_eps`` (fitted on the warm-up window,
+        then frozen): every member gets a twin per level (and per random-walk level), and the
+        switching moves weight between all of a member's twins. With ``(1.0, 10.0, 100.0)`` the
+        ensemble follows a noise level that rises after the warm-up, where members whose noise
+        variance stayed at the window's chase the noise; it costs up to as many times the
+        members. Defaults to ``(1.0,)``: the fitted noise variances only, as the paper.
 
     Examples
     --------
@@ -621,12 +639,21 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         share: float = 0.0,
         recalibrate: bool = True,
         outlier_gate: float | None = None,
+        noise_levels: tuple = (1.0,),
     ):
         self.recalibrate = recalibrate
         check_bool("recalibrate", recalibrate)
         self.outlier_gate = outlier_gate
         if outlier_gate is not None:
             check_positive("outlier_gate", outlier_gate)
+        self.noise_levels = noise_levels
+        if (isinstance(noise_levels, str | bytes)
+                or not isinstance(noise_levels, list | tuple | np.ndarray)
+                or not len(noise_levels)):
+            raise TypeError(f"noise_levels must be a non-empty tuple of positive numbers, got "
+                            f"{noise_levels!r}")
+        for v in noise_levels:
+            check_positive("each of noise_levels", v)
         super().__init__(
             families=families, n_warmup=n_warmup, n_samples=n_samples,
             rw_variances=rw_variances, delta=delta, seed=seed, models=models,
@@ -650,6 +677,9 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         if "recalibrate" not in state:
             state = {**state, "recalibrate": False, "_recal": None}
         super().__setstate__(state)
+
+    def _noise_levels(self) -> tuple[float, ...]:
+        return tuple(float(v) for v in self.noise_levels)
 
     @property
     def n_skipped_(self) -> int:
@@ -833,7 +863,7 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         yield {"models": models}
         yield {"models": models, "weighting": "stacking", "stacking_rate": 0.2, "share": 0.01}
         yield {"models": models, "recalibrate": False}
-        yield {"models": models, "outlier_gate": 8.0}
+        yield {"models": models, "outlier_gate": 8.0, "noise_levels": (1.0, 10.0)}
         yield {
             "families": [RandomFourierFeatures(5, seed=1)],
             "n_warmup": 20,

@@ -74,11 +74,17 @@ def edoebe_transition(n_members: int, n_levels: int, delta: float) -> np.ndarray
     return np.kron(block, np.eye(n_members))
 
 
-def twin_members(members: list[Member], levels: Iterable[float]) -> list[Member]:
+def twin_members(members: list[Member], levels: Iterable[float],
+                 noise_levels: Iterable[float] = (1.0,)) -> list[Member]:
     """The E-DOEBE's blocks: one copy of every member per random-walk level (the last level is
-    the static one), each with its own basis; :func:`edoebe_transition` switches between them."""
+    the static one), each with its own basis; :func:`edoebe_transition` switches between them.
+    With several ``noise_levels`` (multipliers of each member's noise variance), those blocks
+    once per noise level, in its order."""
+    levels = list(levels)
     return [
-        dataclasses.replace(m, basis=copy.deepcopy(m.basis), var_rw=level)
+        dataclasses.replace(m, basis=copy.deepcopy(m.basis), var_rw=level,
+                            var_eps=m.var_eps * scale if scale != 1.0 else m.var_eps)
+        for scale in noise_levels
         for level in levels
         for m in members
     ]

@@ -128,6 +128,7 @@ def fit_ensemble(
     n_samples: int = 5,
     levels=(1e-3, 0.0),
     delta: float = 1e-2,
+    noise_levels=(1.0,),
     weight_floor: float = WEIGHT_FLOOR,
     starts=(0.1, 1.0, 10.0),
     seed: int | None = None,
@@ -142,9 +143,10 @@ def fit_ensemble(
     ``engine`` (an :class:`~river_doebe.engine.Engine`, or a
     :class:`~river_doebe.engine.LogisticEngine` for classification) is set up with
     ``len(levels) * len(members)`` members in blocks by level (the last level, 0, is the static
-    block) and the E-DOEBE transition matrix, and, with ``replay``, its members have filtered the
-    window already (the weights start uniform all the same). ``weighting`` is its weight rule
-    (:class:`~river_doebe.engine.weighting.Weighting`; ``None``: model averaging), and
+    block; with ``noise_levels``, multipliers of the fitted noise variances, those blocks once
+    per noise level) and the E-DOEBE transition matrix, and, with ``replay``, its members have
+    filtered the window already (the weights start uniform all the same). ``weighting`` is its
+    weight rule (:class:`~river_doebe.engine.weighting.Weighting`; ``None``: model averaging), and
     ``update`` the classifier's update step (``"laplace"`` or ``"ipl"``; ignored in regression).
     """
     t0 = time.perf_counter()
@@ -174,8 +176,9 @@ def fit_ensemble(
         members = fit_members(Z, target, templates, n_samples=n_samples, starts=starts,
                               seed=seed, verbose=verbose)
     engine_type = LogisticEngine if classify else Engine
-    engine = engine_type(twin_members(members, list(levels)),
-                         edoebe_transition(len(members), len(levels), delta), weight_floor,
+    blocks = len(levels) * len(noise_levels)
+    engine = engine_type(twin_members(members, list(levels), noise_levels),
+                         edoebe_transition(len(members), blocks, delta), weight_floor,
                          weighting, **({"update": update} if classify else {}))
     engine.setup(Z.shape[1])
     if replay:
