@@ -44,3 +44,32 @@ def predict_then_learn(model, xs: list, ys: list, block_size: int = 256) -> list
         out.append(predict(x))
         model.learn_one(x, y)
     return out
+
+
+def paper_stream(name: str, data_dir, cap: int | None, n_warmup: int):
+    """``(rows, targets)`` of a stream under the paper's protocol (``peers.py``'s: ``X`` and
+    ``y`` standardised with the first ``n_warmup`` samples, the kept inputs named ``z000``, ...
+    in order), cut to ``cap`` samples; ``None`` if its file is absent."""
+    import warnings
+
+    from river_doebe import datasets
+    from river_doebe.warmup import Standardizer
+
+    if name == "drift":
+        ds = datasets.Drift()
+    elif name == "static_then_drift":
+        ds = datasets.StaticThenDrift()
+    else:
+        try:
+            ds = datasets.load(name, directory=data_dir)
+        except (FileNotFoundError, ValueError):
+            return None
+    X, y = ds.arrays()
+    if cap is not None:
+        X, y = X[:cap], y[:cap]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        std = Standardizer.fit(X[:n_warmup], y[:n_warmup])
+    Z, Y = std.x(X), std.y(y)
+    names = [f"z{i:03d}" for i in range(Z.shape[1])]
+    return [dict(zip(names, row, strict=True)) for row in Z.tolist()], Y.tolist()

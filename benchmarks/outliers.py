@@ -34,15 +34,13 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from _common import HERE, default_data_dir, predict_then_learn
+from _common import HERE, default_data_dir, paper_stream, predict_then_learn
 from river import linear_model, preprocessing, tree
 
 from river_doebe import EDOEBE, datasets
-from river_doebe.warmup import Standardizer
 
 EVENTS = ("clean", "spike", "burst", "input glitch", "shift")
 GATE = 8.0
-PAPER_STREAMS = ("drift", "static_then_drift", *datasets.PAPER_NAMES)
 
 
 def event_stream(event: str, n: int, seed: int = 0) -> list:
@@ -100,31 +98,9 @@ def run_events(n: int, n_warmup: int) -> list:
     return rows
 
 
-def paper_stream(name: str, data_dir, cap: int | None, n_warmup: int):
-    """``(rows, targets)`` of a stream under the paper's protocol, or ``None`` if absent."""
-    if name == "drift":
-        ds = datasets.Drift()
-    elif name == "static_then_drift":
-        ds = datasets.StaticThenDrift()
-    else:
-        try:
-            ds = datasets.load(name, directory=data_dir)
-        except (FileNotFoundError, ValueError):
-            return None
-    X, y = ds.arrays()
-    if cap is not None:
-        X, y = X[:cap], y[:cap]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        std = Standardizer.fit(X[:n_warmup], y[:n_warmup])
-    Z, Y = std.x(X), std.y(y)
-    names = [f"z{i:03d}" for i in range(Z.shape[1])]
-    return [dict(zip(names, row, strict=True)) for row in Z.tolist()], Y.tolist()
-
-
 def run_streams(data_dir, cap: int | None, n_warmup: int) -> list:
     rows = []
-    for name in PAPER_STREAMS:
+    for name in ("drift", "static_then_drift", *datasets.PAPER_NAMES):
         data = paper_stream(name, data_dir, cap, n_warmup)
         if data is None:
             print(f"{name}: not in the data folder, skipped", flush=True)

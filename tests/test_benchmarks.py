@@ -533,3 +533,23 @@ def test_outliers_scores_every_model_on_every_event(tmp_path):
     table = (tmp_path / "outliers.md").read_text()
     assert all(f"| {e} | {m} |" in table for e, m in rows)
     assert "| drift | 8 |" in table
+
+
+@pytest.mark.slow
+def test_noise_levels_scores_every_model_on_every_stream(tmp_path):
+    noise, results = _run_main("noise_levels", ["--quick", "--data-dir", str(tmp_path),
+                                                "--out", str(tmp_path)])
+    assert json.loads((tmp_path / "noise_levels.json").read_text()) == json.loads(
+        json.dumps(results))
+    models = list(noise.event_models(200))
+    assert [(r["event"], r["model"]) for r in results["events"]] == [
+        (e, m) for e in noise.EVENTS for m in models]
+    assert all(math.isfinite(r["distance_to_f"]) and r["seconds"] > 0
+               for r in results["events"])
+    streams = [r["stream"] for r in results["streams"]][::2]
+    assert streams[:2] == ["drift", "static_then_drift"] and "elevators" not in streams
+    assert [(r["stream"], r["noise_levels"]) for r in results["streams"]] == [
+        (s, levels) for s in streams for levels in ([1.0], list(noise.LEVELS))]
+    table = (tmp_path / "noise_levels.md").read_text()
+    assert all(f"| {r['event']} | {r['model']} |" in table for r in results["events"])
+    assert "| drift | (1, 10, 100) |" in table
