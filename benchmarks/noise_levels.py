@@ -21,20 +21,14 @@ Writes ``noise_levels.json`` and ``noise_levels.md`` to ``--out`` (default
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import os
-import sys
-import time
-import warnings
-from pathlib import Path
 
 import numpy as np
-from _common import HERE, default_data_dir, paper_stream, predict_then_learn
+from _common import distances, events_and_streams_main, paper_protocol_rows
 from river import tree
 
-from river_doebe import EDOEBE, datasets
+from river_doebe import EDOEBE
 
 LEVELS = (1.0, 10.0, 100.0)
 #: the noise's deviation before and after the change, per stream of ``events``
@@ -67,15 +61,8 @@ def run_events(n: int, n_warmup: int) -> list:
     for event in EVENTS:
         data = event_stream(event, n)
         for name, make in event_models(n_warmup).items():
-            model = make()
-            distance = np.empty(n)
-            t0 = time.perf_counter()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                for t, (x, y, f) in enumerate(data):
-                    distance[t] = abs(f - model.predict_one(x))
-                    model.learn_one(x, y)
-            row = {"event": event, "model": name, "seconds": time.perf_counter() - t0,
+            distance, seconds = distances(make(), data)
+            row = {"event": event, "model": name, "seconds": seconds,
                    "distance_to_f": float(distance[n // 2:].mean())}
             rows.append(row)
             print(json.dumps(row), flush=True)
@@ -83,28 +70,11 @@ def run_events(n: int, n_warmup: int) -> list:
 
 
 def run_streams(data_dir, cap: int | None, n_warmup: int) -> list:
-    rows = []
-    for name in ("drift", "static_then_drift", *datasets.PAPER_NAMES):
-        data = paper_stream(name, data_dir, cap, n_warmup)
-        if data is None:
-            print(f"{name}: not in the data folder, skipped", flush=True)
-            continue
-        xs, ys = data
-        for levels in ((1.0,), LEVELS):
-            model = EDOEBE(n_warmup=n_warmup, seed=0, noise_levels=levels)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                predict_then_learn(model, xs[:n_warmup], ys[:n_warmup])
-                t0 = time.perf_counter()
-                preds = np.array(predict_then_learn(model, xs[n_warmup:], ys[n_warmup:]))
-            target = np.array(ys[n_warmup:])
-            err = target - preds
-            row = {"stream": name, "noise_levels": list(levels), "samples": len(target),
-                   "nmse": float(np.mean(err**2) / np.var(target)),
-                   "mae": float(np.mean(np.abs(err))), "seconds": time.perf_counter() - t0}
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-    return rows
+    return paper_protocol_rows(
+        [({"noise_levels": list(levels)},
+          lambda w, levels=levels: EDOEBE(n_warmup=w, seed=0, noise_levels=levels),
+          lambda model: {}) for levels in ((1.0,), LEVELS)],
+        data_dir, cap, n_warmup)
 
 
 def markdown(results: dict) -> str:
@@ -131,27 +101,9 @@ def markdown(results: dict) -> str:
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--experiments", nargs="+", choices=("events", "streams"),
-                        default=["events", "streams"])
-    parser.add_argument("--n", type=int, default=6000, help="length of the events' streams")
-    parser.add_argument("--quick", action="store_true",
-                        help="short streams and warm-ups: checks the script, rough numbers")
-    parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--out", type=Path, default=HERE / "results")
-    args = parser.parse_args(argv)
-    n, n_warmup, cap = (900, 200, 1500) if args.quick else (args.n, 1000, None)
-    results: dict = {"args": " ".join(argv if argv is not None else sys.argv[1:]), "n": n,
-                     "n_warmup": n_warmup, "noise_levels": list(LEVELS),
-                     "load": os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0}
-    if "events" in args.experiments:
-        results["events"] = run_events(n, n_warmup)
-    if "streams" in args.experiments:
-        results["streams"] = run_streams(default_data_dir(args.data_dir), cap, n_warmup)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "noise_levels.json").write_text(json.dumps(results, indent=1) + "\n")
-    (args.out / "noise_levels.md").write_text(markdown(results))
-    return results
+    return events_and_streams_main("noise_levels", __doc__.splitlines()[0], argv, 6000,
+                                   (900, 200, 1500), run_events, run_streams, markdown,
+                                   noise_levels=list(LEVELS))
 
 
 if __name__ == "__main__":

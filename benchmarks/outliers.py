@@ -24,20 +24,14 @@ Writes ``outliers.json`` and ``outliers.md`` to ``--out`` (default ``benchmarks/
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import os
-import sys
-import time
-import warnings
-from pathlib import Path
 
 import numpy as np
-from _common import HERE, default_data_dir, paper_stream, predict_then_learn
+from _common import distances, events_and_streams_main, paper_protocol_rows
 from river import linear_model, preprocessing, tree
 
-from river_doebe import EDOEBE, datasets
+from river_doebe import EDOEBE
 
 EVENTS = ("clean", "spike", "burst", "input glitch", "shift")
 GATE = 8.0
@@ -79,17 +73,11 @@ def run_events(n: int, n_warmup: int) -> list:
                 "+500..": (at + 500, n)}
     rows = []
     for event in EVENTS:
-        data = event_stream(event, n)
+        data = [(x, y, y) for x, y in event_stream(event, n)]
         for name, make in event_models(n_warmup).items():
             model = make()
-            errors = np.empty(n)
-            t0 = time.perf_counter()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                for t, (x, y) in enumerate(data):
-                    errors[t] = abs(y - model.predict_one(x))
-                    model.learn_one(x, y)
-            row = {"event": event, "model": name, "seconds": time.perf_counter() - t0,
+            errors, seconds = distances(model, data)
+            row = {"event": event, "model": name, "seconds": seconds,
                    "kept_out": getattr(model, "n_skipped_", None),
                    "mae": {k: float(errors[a:b].mean()) for k, (a, b) in segments.items()
                            if b > a}}
@@ -99,29 +87,11 @@ def run_events(n: int, n_warmup: int) -> list:
 
 
 def run_streams(data_dir, cap: int | None, n_warmup: int) -> list:
-    rows = []
-    for name in ("drift", "static_then_drift", *datasets.PAPER_NAMES):
-        data = paper_stream(name, data_dir, cap, n_warmup)
-        if data is None:
-            print(f"{name}: not in the data folder, skipped", flush=True)
-            continue
-        xs, ys = data
-        for gate in (None, GATE):
-            model = EDOEBE(n_warmup=n_warmup, seed=0, outlier_gate=gate)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                predict_then_learn(model, xs[:n_warmup], ys[:n_warmup])
-                t0 = time.perf_counter()
-                preds = np.array(predict_then_learn(model, xs[n_warmup:], ys[n_warmup:]))
-            target = np.array(ys[n_warmup:])
-            err = target - preds
-            row = {"stream": name, "outlier_gate": gate, "samples": len(target),
-                   "nmse": float(np.mean(err**2) / np.var(target)),
-                   "mae": float(np.mean(np.abs(err))), "kept_out": model.n_skipped_,
-                   "seconds": time.perf_counter() - t0}
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-    return rows
+    return paper_protocol_rows(
+        [({"outlier_gate": gate},
+          lambda w, gate=gate: EDOEBE(n_warmup=w, seed=0, outlier_gate=gate),
+          lambda model: {"kept_out": model.n_skipped_}) for gate in (None, GATE)],
+        data_dir, cap, n_warmup)
 
 
 def markdown(results: dict) -> str:
@@ -152,27 +122,9 @@ def markdown(results: dict) -> str:
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--experiments", nargs="+", choices=("events", "streams"),
-                        default=["events", "streams"])
-    parser.add_argument("--n", type=int, default=4000, help="length of the events' streams")
-    parser.add_argument("--quick", action="store_true",
-                        help="short streams and warm-ups: checks the script, rough numbers")
-    parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--out", type=Path, default=HERE / "results")
-    args = parser.parse_args(argv)
-    n, n_warmup, cap = (800, 200, 1500) if args.quick else (args.n, 1000, None)
-    results: dict = {"args": " ".join(argv if argv is not None else sys.argv[1:]), "n": n,
-                     "n_warmup": n_warmup, "outlier_gate": GATE,
-                     "load": os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0}
-    if "events" in args.experiments:
-        results["events"] = run_events(n, n_warmup)
-    if "streams" in args.experiments:
-        results["streams"] = run_streams(default_data_dir(args.data_dir), cap, n_warmup)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "outliers.json").write_text(json.dumps(results, indent=1) + "\n")
-    (args.out / "outliers.md").write_text(markdown(results))
-    return results
+    return events_and_streams_main("outliers", __doc__.splitlines()[0], argv, 4000,
+                                   (800, 200, 1500), run_events, run_streams, markdown,
+                                   outlier_gate=GATE)
 
 
 if __name__ == "__main__":
