@@ -192,3 +192,22 @@ def test_the_gate_s_run_is_part_of_the_state():
 def test_a_bad_gate_is_refused_at_construction(gate):
     with pytest.raises(ValueError, match="outlier_gate"):
         EDOEBE(outlier_gate=gate)
+
+
+def test_a_kept_out_refused_row_after_members_died_in_a_block_with_distributions():
+    """Members die (a high weight floor) before a row the members refuse and the gate keeps
+    out: the block's distributions still have one column per member of the stack they ran on,
+    and equal the loop's."""
+    models = [DOBE(Linear(), var_eps=0.5), DOBE(RandomFourierFeatures(8, seed=3), var_eps=0.1),
+              DOBE(HilbertGP(10), var_eps=0.05), DOBE(RandomFourierFeatures(8, seed=4))]
+    data = _stream(n=260)
+    data[200] = (data[200][0], 1.7e308)  # (its gain overflows: the members refuse it)
+    make = lambda: EDOEBE(models=models, outlier_gate=8.0, recalibrate=False,  # noqa: E731
+                          weight_floor=1e-3, delta=0.0)
+    loop, block = make(), make()
+    expected = _loop(loop, data)
+    got = block.predict_learn_many([x for x, _ in data], [y for _, y in data], with_dist=True)
+    _same(got, expected)
+    assert block.n_skipped_ == loop.n_skipped_ == 1
+    assert sum(w == 0.0 for w in loop.weights) >= 1  # (members died before row 200)
+    assert pickle.dumps(block) == pickle.dumps(loop)

@@ -384,9 +384,15 @@ class Engine:
         weights again); it still counts among :attr:`n_updates`. A second target in a row beyond
         the gate is learnt, and so are those after it while they stay beyond: a stream that
         moved is followed from its second sample on."""
+        if self._learn(z, y):
+            self._bury()
+
+    def _learn(self, z: np.ndarray, y: float) -> bool:
+        """:meth:`learn` without burying the members that died (a block's row the per-sample
+        way buries them with the block's); whether the sample was learnt (not kept out)."""
         self._prepare(z)
         if self.gate is not None and self._kept_out(y):
-            return
+            return False
         refused = self._update_members(y)
         if refused:
             k = refused - 1
@@ -405,7 +411,7 @@ class Engine:
         self._cache_z = None
         if self._observers:
             self._observe(z)
-        self._bury()
+        return True
 
     def _observe(self, z: np.ndarray) -> None:
         stack = self.stack
@@ -471,7 +477,7 @@ class Engine:
         return gaussian_block_parallel if parallel else gaussian_block
 
     def learn_block(
-        self, Z: np.ndarray, Y: np.ndarray, keep_weights: bool = False
+        self, Z: np.ndarray, Y: np.ndarray, keep_weights: bool = False, bury: bool = True
     ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray] | None]:
         """Learn the rows ``(Z, Y)`` member by member, then the weights row by row: bit for bit
         what ``predict``/``learn`` row after row give (the members' filters do not depend on the
@@ -482,7 +488,9 @@ class Engine:
         as the block ran (else ``None``).
 
         A row that a member cannot take safely raises :class:`FilterError` naming it, with the
-        rows before it learnt and nothing of it or after it.
+        rows before it learnt and nothing of it or after it. ``bury``: whether the members that
+        died are removed at the end (a caller inside a block leaves that to the block, whose
+        outputs have one column per member of the stack it ran on).
         """
         B = Z.shape[0]
         self._pace.forget()  # the time of a block is not a sample's
@@ -494,9 +502,12 @@ class Engine:
                                               keep_weights, done))
             except FilterError as err:
                 err.learnt = _joined([*parts, err.learnt])
+                if bury:
+                    self._bury()  # (the rows before the refused one were learnt)
                 raise
             done += n
-        self._bury()  # (after the parts: a member buried later changes no number)
+        if bury:  # (after the parts: a member buried later changes no number)
+            self._bury()
         return _joined(parts)
 
     def _learn_part(self, Z: np.ndarray, Y: np.ndarray, keep_weights: bool,
@@ -563,7 +574,7 @@ class Engine:
         mean, var = self.predict(z)
         extra = ((self.log_prior[None, :].copy(), self.mean[None, :].copy(),
                   self.var[None, :].copy()) if keep_weights else None)
-        self.learn(z, y)
+        self._learn(z, y)
         return np.array([mean]), np.array([var]), extra
 
     def _empty_outputs(self, keep_weights: bool) -> tuple:
@@ -596,7 +607,9 @@ class Engine:
             self._cache_z = None
             # the rows before it, learnt again (exact: none of them was refused), and their
             # predictions, which the error carries (``learnt``, as this method returns them)
-            learnt = (self.learn_block(Z[:t_bad], Y[:t_bad], keep_weights) if t_bad
+            # (not burying the dead: the rest of the block, if the gate keeps this row out, runs
+            # on the same stack, and its outputs have one column per member of it)
+            learnt = (self.learn_block(Z[:t_bad], Y[:t_bad], keep_weights, bury=False) if t_bad
                       else self._empty_outputs(keep_weights))
             err = FilterError(
                 f"row {offset + t_bad} of the block cannot be learnt safely: member "
