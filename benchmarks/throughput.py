@@ -579,7 +579,7 @@ def _close_call(model) -> None:
         engine._pace.stop()
 
 
-def _rate_pairs(runs: dict, repeats: int) -> dict:
+def _rate_pairs(runs: dict, repeats: int, machine: str = "busy") -> dict:
     """Each run of ``runs`` (``name: (make, path, data)``) on 1 thread and with the default
     threads, side by side: two fresh models take turns on the stream, a segment each
     (:data:`SEGMENT`; which one goes first alternates), so that both meet the same machine,
@@ -607,7 +607,7 @@ def _rate_pairs(runs: dict, repeats: int) -> dict:
                 entry = row.setdefault(label, {"seconds_all": [], "parallel_share_all": []})
                 entry["seconds_all"].append(seconds[label])
                 entry["parallel_share_all"].append(_merge_share(parallel_share(model, path)))
-            print(f"  busy {name}: " + ", ".join(
+            print(f"  {machine} {name}: " + ", ".join(
                 f"{label} {len(data) / seconds[label]:.0f}/s" for label in models)
                 + f" (load {_load()[0]:.1f})", flush=True)
     for row in rows.values():
@@ -618,6 +618,33 @@ def _rate_pairs(runs: dict, repeats: int) -> dict:
         row["default / 1 thread"] = (row["1 thread"]["seconds_total"]
                                      / row["default threads"]["seconds_total"])
     return rows
+
+
+def _compile_runs(runs: dict) -> None:
+    """Compile every kernel of ``runs`` (both twins), untimed."""
+    for make, path, rows in runs.values():
+        for n_threads in (1, FORCED):
+            with river_doebe.num_threads(n_threads):
+                stream(make(), rows[:2 * BLOCK], path)
+
+
+def quiet_pair_rows(n: int, repeats: int) -> dict:
+    """The 90-member ensemble's default threads against one thread on the machine as it is,
+    measured as the busy rows are (:func:`_rate_pairs`: two models take turns on the stream, so
+    that a drift of the machine's speed meets both); a steadier ratio than the best-of rows'."""
+    data = list(Friedman1(n_samples=n, seed=0))
+    runs = {
+        "E-DOEBE, 90 members x 100 features (no floor: all live), per sample":
+            (lambda: ensemble_90(0.0), "sample", data),
+        "E-DOEBE, 90 members x 100 features (no floor: all live), blocks":
+            (lambda: ensemble_90(0.0), "block", data),
+    }
+    _compile_runs(runs)
+    load_before = _load()
+    started = datetime.datetime.now().isoformat(timespec="seconds")
+    rows = _rate_pairs(runs, repeats, machine="quiet")
+    return {"started": started, "samples": n, "load_at_start": load_before,
+            "load_at_end": _load(), "rows": rows}
 
 
 def busy_rows(n: int, repeats: int) -> dict:
@@ -636,10 +663,7 @@ def busy_rows(n: int, repeats: int) -> dict:
                                                    data[1000:]),
         "EDOEBE() after its warm-up, blocks": (lambda: pickle.loads(blob), "block", data[1000:]),
     }
-    for make, path, rows in runs.values():  # compile every kernel (both twins) untimed
-        for n_threads in (1, FORCED):
-            with river_doebe.num_threads(n_threads):
-                stream(make(), rows[:2 * BLOCK], path)
+    _compile_runs(runs)
     load_before = _load()
     started = datetime.datetime.now().isoformat(timespec="seconds")
     with busy_machine(2) as hogs:
@@ -695,6 +719,9 @@ def main(argv=None):
                         help="skip the kernel's-limit and first-use compile rows")
     parser.add_argument("--limit-n", type=int, default=2048,
                         help="samples of the kernel's-limit rows")
+    parser.add_argument("--only-quiet-pairs", action="store_true",
+                        help="measure the 90-member rows as the busy rows are (paired), without "
+                             "the busy processes, into --out (its other rows kept)")
     parser.add_argument("--rows", nargs="+", metavar="TEXT",
                         help="measure only the per-sample and block rows whose name contains one "
                              "of these texts (and river's BLR, the reference), print them and "
@@ -715,6 +742,18 @@ def main(argv=None):
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(payload, indent=2))
         print(f"wrote the kernel's-limit and first-use rows into {args.out}")
+        return payload
+
+    if args.only_quiet_pairs:
+        payload = json.loads(args.out.read_text()) if args.out.exists() else {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            payload["quiet_pairs"] = quiet_pair_rows(args.busy_n, args.repeats)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(payload, indent=2))
+        for name, row in payload["quiet_pairs"]["rows"].items():
+            print(f"  {name}: default / 1 thread {row['default / 1 thread']:.2f}x")
+        print(f"wrote the quiet paired rows into {args.out}")
         return payload
 
     if args.only_busy:

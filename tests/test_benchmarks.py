@@ -261,6 +261,19 @@ def test_throughput_limit_rows():
     assert all(v > 0 for v in out["fractions_after_first_block"].values())
 
 
+@pytest.mark.slow
+def test_throughput_quiet_pair_rows_are_the_ratios_of_their_paired_times():
+    throughput = _load("throughput")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out = throughput.quiet_pair_rows(n=300, repeats=1)
+    assert out["samples"] == 300 and len(out["rows"]) == 2
+    for row in out["rows"].values():
+        one, default = row["1 thread"], row["default threads"]
+        assert row["default / 1 thread"] == one["seconds_total"] / default["seconds_total"] > 0
+        assert default["samples_per_second"] == pytest.approx(300 / default["seconds_total"])
+
+
 def test_the_busy_processes_end_with_the_block_whatever_ends_it():
     throughput = _load("throughput")
     with pytest.raises(KeyboardInterrupt):
