@@ -295,18 +295,18 @@ class BaseEDOEBE(BaseEnsemble):
         warm = self._warm
         # (a window whose samples had no feature at all has nothing to fit: it waits for one)
         if warm is not None and warm.keep_window and warm.n_window >= self.n_warmup and z.shape[0]:
-            if self.task == "regression" and target_is_constant(warm.window()[1]):
-                self._wait_for_a_varying_target(warm)
+            targets = warm.window()[1] if self.task == "regression" else None
+            if targets is not None and target_is_constant(targets):
+                self._wait_for_a_varying_target(warm, float(targets[0]))
             else:
                 self._end_warmup()
 
-    def _wait_for_a_varying_target(self, warm: Fallback) -> None:
+    def _wait_for_a_varying_target(self, warm: Fallback, value: float) -> None:
         """A window whose target never varied has no noise or prior variance to fit (the
         evidence would push both to their bounds, leaving members that barely move once the
         target varies): the window empties and keeps samples again from the first target that
         differs, the fallback goes on predicting, and the warm-up ends on the first full window
-        whose target varies. Said once."""
-        value = float(warm.window()[1][0])
+        whose target varies (``value``: the window's one target). Said once."""
         if not warm.restarts:
             warnings.warn(
                 f"{type(self).__name__}: the target was constant ({value:g}) over the "

@@ -122,3 +122,20 @@ class Task:
 def task(request) -> Task:
     """Each task in turn (the test runs twice)."""
     return Task(request.param)
+
+
+def static_members_hold_the_batch_posterior(model, Z, Y) -> int:
+    """Each static member's posterior is the batch posterior of its basis on the standardised
+    design ``Z`` and targets ``Y``; returns how many static members were checked."""
+    static = [k for k, m in enumerate(model.members) if m.var_rw == 0.0]
+    for k in static:
+        member = model.members[k]
+        Phi = member.basis.featurize(Z)
+        A = Phi.T @ Phi / member.var_eps + np.eye(Phi.shape[1]) / member.var_theta
+        mu, Sigma = model.member_posterior(k)
+        # (the fitted noise variances are small: the designs' precisions have condition numbers
+        # up to 1e8, so the batch side is solved, not inverted, and compared at that precision)
+        np.testing.assert_allclose(mu, np.linalg.solve(A, Phi.T @ Y / member.var_eps),
+                                   rtol=1e-7, atol=1e-7)
+        np.testing.assert_allclose(A @ Sigma, np.eye(A.shape[0]), atol=1e-6)
+    return len(static)

@@ -540,7 +540,7 @@ def test_one_class_window_warns_and_still_learns_the_boundary():
     assert np.mean(preds[400:] != labels[400:]) < 0.15
 
 
-def test_constant_feature_in_the_window_is_dropped_and_later_values_are_harmless():
+def test_constant_feature_in_the_window_is_left_out_and_later_values_are_harmless():
     X, y = _circle(n=400, seed=3)
     rng = np.random.default_rng(3)
     X = np.column_stack([X, np.full(400, 7.0)])

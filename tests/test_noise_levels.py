@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import static_members_hold_the_batch_posterior
 
 from river_doebe import DOBE, EDOEBE
 from river_doebe.basis import BSpline, HilbertGP, Linear, RandomFourierFeatures
@@ -79,16 +80,7 @@ def test_noise_levels_are_twins_with_scaled_noise_and_the_static_ones_are_exact(
     std = model.standardizer_
     Z = std.x(np.array([[x["a"], x["b"]] for x, _ in rows]))
     Y = std.y(np.array([y for _, y in rows]))
-    static = [k for k, m in enumerate(members) if m.var_rw == 0.0]
-    assert len(static) == 2 * len(families)
-    for k in static:
-        member = members[k]
-        Phi = member.basis.featurize(Z)
-        A = Phi.T @ Phi / member.var_eps + np.eye(Phi.shape[1]) / member.var_theta
-        mu, Sigma = model.member_posterior(k)
-        np.testing.assert_allclose(mu, np.linalg.solve(A, Phi.T @ Y / member.var_eps),
-                                   rtol=1e-7, atol=1e-7)
-        np.testing.assert_allclose(A @ Sigma, np.eye(A.shape[0]), atol=1e-6)
+    assert static_members_hold_the_batch_posterior(model, Z, Y) == 2 * len(families)
 
 
 def test_blocks_equal_the_loop_with_noise_levels_and_one_level_is_the_model_without():

@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import static_members_hold_the_batch_posterior
 from river import compose, evaluate, linear_model, metrics, preprocessing, stats
 
 from river_doebe import DOBE, DOEBE, EDOEBE, DOBEClassifier, EDOEBEClassifier
@@ -628,24 +629,7 @@ def test_edoebe_growth_after_the_warm_up_is_exact():
     Z = std.x(X)
     assert (Z[np.isnan(X)] == 0.0).all()
     Y = std.y(np.array([y for _, y in rows]))
-    assert _static_members_hold_the_batch_posterior(model, Z, Y) == len(families)
-
-
-def _static_members_hold_the_batch_posterior(model, Z, Y) -> int:
-    """Each static member's posterior is the batch posterior of its basis on the standardised
-    design ``Z`` and targets ``Y``; returns how many static members were checked."""
-    static = [k for k, m in enumerate(model.members) if m.var_rw == 0.0]
-    for k in static:
-        member = model.members[k]
-        Phi = member.basis.featurize(Z)
-        A = Phi.T @ Phi / member.var_eps + np.eye(Phi.shape[1]) / member.var_theta
-        mu, Sigma = model.member_posterior(k)
-        # (the fitted noise variances are small: the designs' precisions have condition numbers
-        # up to 1e8, so the batch side is solved, not inverted, and compared at that precision)
-        np.testing.assert_allclose(mu, np.linalg.solve(A, Phi.T @ Y / member.var_eps),
-                                   rtol=1e-7, atol=1e-7)
-        np.testing.assert_allclose(A @ Sigma, np.eye(A.shape[0]), atol=1e-6)
-    return len(static)
+    assert static_members_hold_the_batch_posterior(model, Z, Y) == len(families)
 
 
 def test_edoebe_blocks_with_missing_and_late_keys_equal_the_loop():
@@ -747,7 +731,7 @@ def test_an_input_that_comes_back_joins_exactly():
     Z = std.x(X)
     assert (Z[:55, 1] == 0.0).all() and (Z[:70, 2] == 0.0).all()
     Y = std.y(np.array([y for _, y in rows]))
-    assert _static_members_hold_the_batch_posterior(model, Z, Y) == len(families)
+    assert static_members_hold_the_batch_posterior(model, Z, Y) == len(families)
 
 
 @pytest.mark.parametrize("frame", [False, True], ids=["dicts", "DataFrame"])

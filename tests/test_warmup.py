@@ -107,7 +107,7 @@ def _finite_stream(model, X, y):
     return preds
 
 
-def test_constant_feature_is_dropped_with_a_warning_and_later_values_are_harmless():
+def test_constant_feature_is_left_out_with_a_warning_and_later_values_are_harmless():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 3))
     X[:150, 2] = 7.0  # constant during warm-up, varies (wildly) later

@@ -226,9 +226,9 @@ class Standardizer:
         value in it differs from their warm-up value join the model's inputs, last (centred at
         that value, scaled by the magnitude of the difference); returns how many joined (the
         model grows by as many)."""
-        if not self.revives(x):
+        back = self._differing(x) if self.idle.size else []
+        if not back:
             return 0
-        back = self._differing(x)
         centre = self.idle_value[[i for i, _, _ in back]]
         scale = np.abs(np.array([v for _, _, v in back]) - centre)
         # (an input idle at 0, a flag or a count, stays sparse: centred at 0 either way)
