@@ -12,6 +12,7 @@ import inspect
 import io
 import pickle
 import pkgutil
+import random
 
 import numpy as np
 import pytest
@@ -63,6 +64,12 @@ def test_every_exported_estimator_is_found():
 
 @pytest.mark.parametrize("cls, params", list(_cases()))
 def test_check_estimator(cls, params):
+    # river's checks drop features with the unseeded global ``random`` (e.g. three of six per
+    # sample in check_emerging_features); seeded here so that a run is reproducible: at river
+    # 0.22 (the lowest version) a second sample sharing no feature with the first makes river's
+    # own BayesianLinearRegression, which Recalibrated wraps in its checks, fail (its ``dot``
+    # returns the int 0), one draw in twenty
+    random.seed(0)
     checks.check_estimator(cls(**params))
 
 
