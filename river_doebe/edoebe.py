@@ -94,6 +94,7 @@ def _own_recalibration(model):
     # the model asks it for its update and its maps: its reference to the model goes, so that
     # the model holds no cycle (a copy of the model's state would hold a second model)
     recal.regressor = None
+    recal._use_map(False)  # a new model warms up first: the warm-up's map is in use
     return recal
 
 
@@ -537,9 +538,12 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         ``river.conf.Interval``). It is the algorithm of
         ``river_doebe.conf.Recalibrated(EDOEBE(recalibrate=False), gate=True)`` (its other
         parameters at their defaults), bit for bit, built in: the map learns from the mixture
-        the ensemble predicted before each target, which the weight update reads anyway, and
-        only after the warm-up; the long-run miscoverage of the interval obeys the bound of
-        :class:`river_doebe.conf.Recalibrated` for any sequence. The point prediction,
+        the ensemble predicted before each target, which the weight update reads anyway; the
+        warm-up's predictions (the fallback's, too wide as they are) have a map of their own,
+        learnt from the warm-up's targets, and the ensemble's map starts afresh when the
+        warm-up ends. The long-run miscoverage of the interval obeys the bound of
+        :class:`river_doebe.conf.Recalibrated` for any sequence, after the warm-up and within
+        it. The point prediction,
         ``predict_one(x)``, the mixture's mean, does not change (the recalibrated
         distribution carries it as ``point``, which the point metrics of
         :func:`river_doebe.evaluate.progressive_scores` score). Defaults to ``True`` (measured:
@@ -699,10 +703,16 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
 
     # ------------------------------------------------------------------ the recalibration
     def _recalibrates_next(self) -> bool:
-        """Whether the map learns from the next target: once the model had learnt a sample
-        with its members in place (after the warm-up; with explicit ``models``, from the
-        second sample), as the wrapper learns only while the model it wraps is warm."""
+        """Whether the warm model's map (rather than the warm-up's) learns from the next
+        target: once the model had learnt a sample with its members in place (after the
+        warm-up; with explicit ``models``, from the second sample), as the wrapper's map does
+        once the model it wraps is warm."""
         return self._recal is not None and self.is_warm and self.n_samples_seen > 0
+
+    def _use_map(self) -> None:
+        """Put the map of the model's phase in use (see :meth:`_recalibrates_next`)."""
+        if self._recal is not None:
+            self._recal._use_map(self._recalibrates_next())
 
     def _memo_key(self, z: np.ndarray):
         """What a remembered prediction is valid for: this sample's array and the members as
@@ -733,6 +743,7 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         if self._recal is None:
             return dist
         self._remember(z, "dist", dist)
+        self._use_map()
         return _with_point(self._recal._recalibrate(dist), dist)
 
     def _log_density_z(self, z: np.ndarray, y: float) -> float:
@@ -743,8 +754,18 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
     def _learn_z(self, z: np.ndarray, y: float) -> None:
         recal = self._recal
         memo, self._memo = self._memo, None
-        if recal is None or not self._recalibrates_next():
+        if recal is None:
             super()._learn_z(z, y)
+            return
+        self._use_map()
+        if not self._recalibrates_next():
+            # the warm-up (the fallback predicts): its own map learns from the distribution
+            # predicted for z before the model learns y, once the model took the sample
+            dist = super()._dist_z(z)
+            super()._learn_z(z, y)
+            if not recal._is_point_mass(dist):
+                recal._update(dist, y)
+            self._use_map()  # (the warm model's map, if the warm-up ended with this sample)
             return
         if memo is not None and memo[0] == self._memo_key(z):
             # the prediction made for this sample by the members as they are (copies of their
@@ -796,6 +817,7 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
                     live = log_prior[t] > -np.inf
                     dist = self._predictive(np.exp(log_prior[t][live]), c_means[t][live],
                                             c_vars[t][live], mean, var)
+                    recal._use_map(seen + t > 0)
                     out.append(_with_point(recal._recalibrate(dist), dist))
                 else:
                     out.append(mean)
@@ -804,14 +826,16 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
 
     def _map_learns(self, rows: tuple, t: int, target: float, seen: int) -> None:
         """The map learns row ``t`` of a block's outputs ``rows`` (what the engine's
-        ``learn_block`` returns) with its target, unless it is the model's first sample (the
-        block started after ``seen`` samples)."""
+        ``learn_block`` returns) with its target (the block started after ``seen`` samples):
+        the warm model's map, or the warm-up's for the model's first sample (explicit
+        ``models``, warm from their first sample on, as :meth:`_recalibrates_next` says)."""
         recal = self._recal
         assert recal is not None  # (a model that recalibrates)
-        if seen + t > 0:
-            means, variances, (log_prior, c_means, c_vars) = rows
-            recal._update_arrays((float(means[t]), float(variances[t]), np.exp(log_prior[t]),
-                                  c_means[t], c_vars[t], 1.0, 0.0), target)
+        means, variances, (log_prior, c_means, c_vars) = rows
+        recal._use_map(seen + t > 0)
+        recal._update_arrays((float(means[t]), float(variances[t]), np.exp(log_prior[t]),
+                              c_means[t], c_vars[t], 1.0, 0.0), target)
+        recal._use_map(True)
 
     def predict_one(self, x: dict, with_dist: bool = False, with_interval: bool = False):
         """The prediction for ``x``: the predictive mean; with ``with_dist=True`` the
@@ -829,7 +853,9 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         if z is None:
             return self._ghost(x.keys()).predict_one(x, with_interval=True)
         try:
-            return self._recal._interval(super()._dist_z(z))
+            dist = super()._dist_z(z)
+            self._use_map()
+            return self._recal._interval(dist)
         except FilterError as err:
             raise self._refused(err, x, "predict") from None
 

@@ -256,14 +256,61 @@ def test_learning_reuses_only_the_prediction_of_the_same_features():
     np.testing.assert_array_equal(a._score, b._score)
 
 
-def test_nothing_is_learnt_before_the_wrapped_model_is_warm():
-    model = Recalibrated(Scripted(warm_after=50))
-    for x, y in jump(50, at=0, size=50.0):
-        model.learn_one(x, y)
-    assert model.n_updates_ == 0 and model.alpha_ == pytest.approx(0.1)
-    for x, y in jump(10, at=0, size=50.0):
-        model.learn_one(x, y)
-    assert model.n_updates_ == 10
+def test_the_warm_up_has_a_map_of_its_own_and_the_warm_model_s_starts_afresh():
+    # a model too narrow while it warms up (targets of deviation 3 against a predicted 1) and
+    # calibrated once warm: the warm-up's map widens its predictive, the warm model's is not
+    # moved by what the warm-up's learnt
+    def stream(T, sd, seed):
+        rng = np.random.default_rng(seed)
+        return [({"m": 0.0, "s": 1.0}, float(sd * rng.normal())) for _ in range(T)]
+
+    model = Recalibrated(Scripted(warm_after=300))
+    warm_up, fresh = stream(300, 3.0, 0), Recalibrated(Scripted())
+    interval_miss, _ = run(model, warm_up)
+    # the warm-up's map learnt every target and covers them, as the guarantee says (the
+    # model's own 90% interval holds 42% of them); the model is warm after the last: the map
+    # in use is a new one, and the warm-up's is set aside
+    assert abs(np.mean(interval_miss) - 0.1) < 0.05
+    assert not model._cold and model.n_updates_ == 0 and model.alpha_ == pytest.approx(0.1)
+    assert model._held[0][_kernels.N_UPDATES] == 300
+    held = (model._held[0].copy(), model._held[1].copy())
+    x, y = stream(1, 1.0, 1)[0]
+    assert model.predict_one(x, with_interval=True) == fresh.predict_one(x, with_interval=True)
+    after = stream(200, 1.0, 2)
+    run(model, after)
+    run(fresh, after)
+    assert model.n_updates_ == fresh.n_updates_ == 200
+    np.testing.assert_array_equal(model._state, fresh._state)
+    np.testing.assert_array_equal(model._held[0], held[0])
+    np.testing.assert_array_equal(model._held[1], held[1])
+    # and a copy taken in the warm-up goes on exactly as the model
+    early = Recalibrated(Scripted(warm_after=100))
+    run(early, warm_up[:50])
+    again = pickle.loads(pickle.dumps(early))
+    for m in (early, again):
+        run(m, warm_up[50:] + after)
+    assert early._cold == again._cold
+    for a, b in ((early._state, again._state), (early._ku, again._ku),
+                 (early._held[0], again._held[0]), (early._held[1], again._held[1])):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_sample_the_wrapped_model_refuses_leaves_the_map_as_it_was():
+    class Refusing(Scripted):
+        def learn_one(self, x, y):
+            if y > 100.0:
+                raise ValueError("refused")
+            super().learn_one(x, y)
+
+    model = Recalibrated(Refusing())
+    run(model, jump(20, at=0, size=0.0))
+    state, knots = model._state.copy(), model._ku.copy()
+    x = {"m": 0.0, "s": 1.0}
+    model.predict_one(x, with_dist=True)
+    with pytest.raises(ValueError, match="refused"):
+        model.learn_one(x, 1000.0)
+    np.testing.assert_array_equal(model._state, state)
+    np.testing.assert_array_equal(model._ku, knots)
 
 
 def test_state_is_small_picklable_and_independent_of_the_stream_length():

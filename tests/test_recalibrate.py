@@ -123,6 +123,40 @@ def test_distributions_intervals_and_state_equal_the_wrapper_s_bit_for_bit(kind)
     assert corrected > 0
 
 
+def test_the_warm_up_s_intervals_hold_what_they_claim_and_the_ensemble_s_map_starts_afresh():
+    """The fallback that predicts during the warm-up is too wide (its 90% intervals held 96-98%
+    of the warm-up's targets, its 50% ones 66-74%, on the built-in and the paper's streams);
+    the warm-up's own map brings both to their levels, and is set aside when the warm-up
+    ends (benchmarks/results/warmup_calibration.md)."""
+    from river_doebe import datasets, metrics
+
+    data = list(datasets.Friedman1(n_samples=700, seed=0))
+    built = EDOEBE(n_warmup=600, seed=0)
+    raw = EDOEBE(n_warmup=600, seed=0, recalibrate=False)
+    scores = {m: (metrics.IntervalCoverage(0.9), metrics.IntervalCoverage(0.5))
+              for m in ("built", "raw")}
+    conformal = 0
+    for t, (x, y) in enumerate(data):
+        if t < 600:
+            for name, model in (("built", built), ("raw", raw)):
+                for metric in scores[name]:
+                    metric.update(y, model.predict_one(x, with_dist=True))
+            conformal += y in built.predict_one(x, with_interval=True)
+        built.learn_one(x, y)
+        raw.learn_one(x, y)
+        if t == 599:
+            # the warm-up's map learnt its 600 targets and is set aside; the ensemble's map is
+            # a new one
+            recal = built.recalibration_
+            assert built.is_warm and not recal._cold and recal.n_updates_ == 0
+            assert recal._held[0][_kernels.N_UPDATES] == 600
+            assert _state(recal) == _state(Recalibrated(EDOEBE(recalibrate=False), gate=True))
+    cov90, cov50 = (m.get() for m in scores["built"])
+    assert abs(cov90 - 0.9) < 0.03 and abs(cov50 - 0.5) < 0.05
+    assert abs(conformal / 600 - 0.9) < 0.03
+    assert scores["raw"][0].get() > 0.95 and scores["raw"][1].get() > 0.6
+
+
 def test_the_point_metrics_of_progressive_scores_score_the_point_prediction():
     from river import metrics as river_metrics
 

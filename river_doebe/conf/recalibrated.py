@@ -133,8 +133,14 @@ class Recalibrated(base.Wrapper, base.Regressor):
 
     ``predict_one(x)`` returns the wrapped model's point prediction, the mean of its
     predictive (not the recalibrated distribution's mean: see the README for which measures
-    better). While the wrapped model is warming up (``is_warm`` false), nothing is learnt by the
-    recalibration, and the predictions are the wrapped model's mapped through the current state.
+    better). **The warm-up.** While the wrapped model is warming up (``is_warm`` false: an
+    ``EDOEBE``'s first ``n_warmup`` samples, predicted by its fallback), its predictive is
+    another model's, calibrated otherwise (the fallback's is too wide), so it has a map of its
+    own: the same steps, started afresh and learnt from the warm-up's targets only. Once the
+    model is warm, the map above starts afresh and learns from the warm model's targets only,
+    and the warm-up's is set aside. The guarantee holds for each: over the targets after the
+    warm-up (``T`` counting those), and over the warm-up's. The attributes (``alpha_``,
+    ``n_updates_``, ...) read the map in use.
     A predictive with zero variance (a point mass) is returned unchanged, and not learnt from.
 
     The state is a few numbers per level and per window, independent of the stream's length.
@@ -291,6 +297,7 @@ class Recalibrated(base.Wrapper, base.Regressor):
         # depending on where their kernels came from. The knots go with numpy's own dtype.
         state = self.__dict__.copy()
         state["_ku"] = self._ku.view(np.float64)
+        state["_held"] = (self._held[0], self._held[1].view(np.float64))
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -303,15 +310,38 @@ class Recalibrated(base.Wrapper, base.Regressor):
                 "recalibration state this version cannot read: make a new one"
             )
         self.__dict__.update(state)
+        if "_held" not in state:
+            # pickled before the warm-up had a map of its own: the map in use is the warm
+            # model's (it learnt nothing while the model warmed up)
+            self._held = self._new_map()
+            self._cold = False
 
     def _reset(self) -> None:
-        self._state = _kernels.new_state(self.confidence_level, self._shape_p, len(self._rho))
+        self._state, self._ku = self._new_map()
+        # the map not in use (``_state``, ``_ku``: the one in use) and whether the one in use
+        # is the warm-up's (see :meth:`_use_map`)
+        self._held = self._new_map()
+        self._cold = False
+        self._memo = None
+
+    def _new_map(self) -> tuple[np.ndarray, np.ndarray]:
+        """A map's state before any update and its knots for the first prediction."""
+        state = _kernels.new_state(self.confidence_level, self._shape_p, len(self._rho))
         # (its Python twin: the same arithmetic, and making a model compiles nothing; the
         # compiled update computes the knots from then on)
-        self._ku = _kernels.knots.py_func(self._state, self._settings, self._shape_arr,
-                                          self._segment_arr)
-        self._state[-self._ku.shape[0]:] = self._ku  # the gate's mean map starts there
-        self._memo = None
+        ku = _kernels.knots.py_func(state, self._settings, self._shape_arr, self._segment_arr)
+        state[-ku.shape[0]:] = ku  # the gate's mean map starts there
+        return state, ku
+
+    def _use_map(self, warm: bool) -> None:
+        """Put in use the map of the wrapped model's phase: the warm-up's while it is not
+        ``warm``, the warm model's once it is; the other keeps its state, unused."""
+        if warm == self._cold:
+            (self._state, self._ku), self._held = self._held, (self._state, self._ku)
+            self._cold = not warm
+
+    def _warm(self) -> bool:
+        return bool(getattr(self.regressor, "is_warm", True))
 
     # the state, read by name (it lives in one vector the compiled update writes)
     @property
@@ -457,6 +487,7 @@ class Recalibrated(base.Wrapper, base.Regressor):
         """The wrapped model's point prediction; with ``with_dist=True`` the recalibrated
         distribution (a :class:`RecalibratedDistribution`); with ``with_interval=True`` the
         adaptive conformal interval at ``confidence_level`` (a ``river.conf.Interval``)."""
+        self._use_map(self._warm())
         if not (with_dist or with_interval or kwargs):
             # a point: this package's ensembles give their predictive as arrays, and no
             # distribution is built for a prediction that does not need one
@@ -490,18 +521,21 @@ class Recalibrated(base.Wrapper, base.Regressor):
             raise ValueError(f"the target must be a finite number, got {y!r}")
         y = float(y)
         memo, self._memo = self._memo, None
-        if getattr(self.regressor, "is_warm", True):
-            if memo is not None and memo[0] == x:
-                pred = memo[1]
-            else:
-                pred = self._arrays(x)
-                if pred is None:
-                    pred = self.regressor.predict_one(x, with_dist=True)
-            if isinstance(pred, tuple):
-                self._update_arrays(pred, y)
-            elif not self._is_point_mass(pred):
-                self._update(pred, y)
+        # the map of the phase the prediction was made in learns it (the warm-up's while the
+        # model warms up), once the model took the sample (a sample it refuses changes nothing)
+        self._use_map(self._warm())
+        if memo is not None and memo[0] == x:
+            pred = memo[1]
+        else:
+            pred = self._arrays(x)
+            if pred is None:
+                pred = self.regressor.predict_one(x, with_dist=True)
         self.regressor.learn_one(x, y, **kwargs)
+        if isinstance(pred, tuple):
+            self._update_arrays(pred, y)
+        elif not self._is_point_mass(pred):
+            self._update(pred, y)
+        self._use_map(self._warm())
 
     def predict_learn_many(self, X, y, with_dist: bool = False) -> list:
         """For each row of ``X`` (a DataFrame or a list of dicts, in stream order), the
@@ -530,7 +564,7 @@ class Recalibrated(base.Wrapper, base.Regressor):
                 raise ValueError(f"the target of row {i} must be a finite number, got {t!r}")
         out = []
         i = 0
-        # the warm-up (the wrapper learns nothing) and a model without a block path: per sample
+        # the warm-up and a model without a block path: per sample
         block = getattr(self.regressor, "predict_learn_many", None)
         while i < len(rows) and (block is None or not getattr(self.regressor, "is_warm", True)):
             x, t = rows[i], float(targets[i])
@@ -544,6 +578,7 @@ class Recalibrated(base.Wrapper, base.Regressor):
             rest = rows[i:] if not is_frame else X.iloc[i:]
             ys = [float(t) for t in targets[i:]]
             self._memo = None
+            self._use_map(True)
             for dist, t in zip(block(rest, ys, with_dist=True), ys, strict=True):
                 if want:
                     out.append(self._recalibrate(dist) if with_dist else float(dist.mu))
