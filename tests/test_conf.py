@@ -922,6 +922,39 @@ def test_the_gate_opens_on_a_miscalibrated_model_and_after_a_jump():
 
 
 
+def test_the_gate_waits_for_enough_targets_before_it_reads_a_share():
+    # one target beyond the 95% quantile is no evidence (a calibrated model gives one in
+    # twenty); before the shares counted only once their windows held enough targets, the
+    # first one opened the gate
+    x = {"m": 0.0, "s": 1.0}
+    model = Recalibrated(Scripted(), gate=True)
+    model.predict_one(x, with_dist=True)
+    model.learn_one(x, 3.0)
+    assert not model.gate_open_
+    # calibrated streams: their first hundred targets opened the gate of 49 of 200 (at the fifth
+    # target, the median), now of 15 (the normal approximation of the shares is still rough
+    # over tens of targets)
+    opened = 0
+    for seed in range(100):
+        model = Recalibrated(Scripted(), gate=True)
+        rng = np.random.default_rng(seed)
+        for _ in range(100):
+            model.predict_one(x, with_dist=True)
+            model.learn_one(x, float(rng.normal()))
+            if model.gate_open_:
+                opened += 1
+                break
+    assert opened <= 12
+    # a model grossly off from the start is still caught within tens of targets, by the shares
+    # of its median and quartiles
+    model = Recalibrated(Scripted(), gate=True)
+    learnt = 0
+    while not model.gate_open_ and learnt < 40:
+        model.predict_one(x, with_dist=True)
+        model.learn_one(x, 10.0 + float(rng.normal()))
+        learnt += 1
+    assert model.gate_open_ and 5 < learnt <= 30
+
 
 def test_the_first_knots_are_the_compiled_knots_bit_for_bit():
     # a wrapper's first knots come from the Python twin of the compiled function (making a model

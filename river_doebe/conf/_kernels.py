@@ -66,6 +66,14 @@ GATE_WINDOWS = np.array([100.0, 1000.0, 4000.0])
 GATE_Z_OPEN = np.array([4.5, 3.5, 3.0])
 #: it closes when every share of every window is back within this many standard deviations
 GATE_Z_CLOSE = 2.5
+#: a share counts only once the targets its window weighs are enough for its normal
+#: approximation: their effective number (``(sum w)^2 / sum w^2`` of the window's weights, 1 after
+#: one target) times the probability of the event, or of its complement, at least this (the usual
+#: rule for a binomial's). Otherwise one target beyond the 5% or 95% quantile, the map's first,
+#: stood 4.4 standard deviations from its probability whatever the window and opened the gate
+#: (one time in ten for a calibrated model): the shares of the tails count from about 100
+#: targets on, the median's from 10 (benchmarks/results/warmup_calibration.md)
+GATE_MIN_EXPECTED = 5.0
 #: the events: the PIT below 0.05, 0.25, 0.5, 0.75, 0.95, inside (0.25, 0.75] and (0.05, 0.95];
 #: their probabilities under uniform PITs
 GATE_P = np.array([0.05, 0.25, 0.5, 0.75, 0.95, 0.5, 0.9])
@@ -360,6 +368,8 @@ def _gate(state, settings, f, ku):
         # the variance of an exponentially weighted share of n draws, started at its mean
         spread = (1.0 - rho) * (1.0 - rho ** (2.0 * n)) / (1.0 + rho)
         top = 0.0
+        # the window's effective number of targets, times the spread: ``(1 - rho^n)^2``
+        weighed = (1.0 - rho ** n) ** 2
         for j in range(GATE_P.shape[0]):
             q = GATE_P[j]
             if j < 5:
@@ -371,7 +381,8 @@ def _gate(state, settings, f, ku):
             at = gb + 4 + i * GATE_P.shape[0] + j
             h = rho * state[at] + (1.0 - rho) * hit
             state[at] = h
-            top = max(top, abs(h - q) / math.sqrt(q * (1.0 - q) * spread))
+            if min(q, 1.0 - q) * weighed >= GATE_MIN_EXPECTED * spread:
+                top = max(top, abs(h - q) / math.sqrt(q * (1.0 - q) * spread))
         if top > GATE_Z_OPEN[i]:
             departs = True
             if i < GATE_WINDOWS.shape[0] - 1:

@@ -123,9 +123,12 @@ class Recalibrated(base.Wrapper, base.Regressor):
     0.05, 0.25, 0.5, 0.75 and 0.95 and inside its central 50% and 90% intervals, over 100, 1,000
     and 4,000 targets, each compared with its probability in standard deviations under uniform
     PITs; it opens beyond 4.5, 3.5 or 3.0 of them (by window) and closes when every share is back
-    within 2.5. While only the 4,000-target window departs (a small, lasting miscalibration) the
-    map is the mean of the learnt maps over the last 4,000 targets (exponentially weighted),
-    else ``g_t`` itself. The
+    within 2.5. A share counts once its window weighs enough targets for that comparison (their
+    effective number times the event's probability, or its complement's, at least 5: the
+    median's from about 10 targets, the tails' from about 100), so that one target in a tail is
+    not taken for a departure. While only the 4,000-target window departs (a small, lasting
+    miscalibration) the map is the mean of the learnt maps over the last 4,000 targets
+    (exponentially weighted), else ``g_t`` itself. The
     interval of ``predict_one(x, with_interval=True)`` is the conformal one whatever the gate
     does, and keeps the guarantee; the distribution's central interval is the conformal one
     only at the steps where ``g_t`` itself is used, so its long-run miscoverage obeys the bound
