@@ -373,6 +373,7 @@ class BaseEDOEBE(BaseEnsemble):
             stacklevel=2,
         )
         self._finish_warmup()
+        self._use_map()  # (the ensemble's map, which ``recalibration_`` then reads)
         return self
 
     _warm_log_evidence = 0.0

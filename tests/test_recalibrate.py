@@ -151,6 +151,14 @@ def test_the_warm_up_s_intervals_hold_what_they_claim_and_the_ensemble_s_map_sta
             assert built.is_warm and not recal._cold and recal.n_updates_ == 0
             assert recal._held[0][_kernels.N_UPDATES] == 600
             assert _state(recal) == _state(Recalibrated(EDOEBE(recalibrate=False), gate=True))
+    # a warm-up ended early puts the ensemble's map in use at once
+    early = EDOEBE(n_warmup=600, seed=0)
+    for x, y in data[:50]:
+        early.learn_one(x, y)
+    assert early.recalibration_._cold and early.recalibration_.n_updates_ == 50
+    with pytest.warns(RuntimeWarning, match="ended early"):
+        early.finish_warmup()
+    assert not early.recalibration_._cold and early.recalibration_.n_updates_ == 0
     cov90, cov50 = (m.get() for m in scores["built"])
     assert abs(cov90 - 0.9) < 0.03 and abs(cov50 - 0.5) < 0.05
     assert abs(conformal / 600 - 0.9) < 0.03
