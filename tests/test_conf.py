@@ -295,6 +295,43 @@ def test_the_warm_up_has_a_map_of_its_own_and_the_warm_model_s_starts_afresh():
         np.testing.assert_array_equal(a, b)
 
 
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(st.tuples(st.floats(-1e3, 1e3), st.floats(1e-2, 1e2), st.floats(-5.0, 5.0),
+                       st.booleans()), min_size=1, max_size=120),
+    st.integers(0, 120),
+    st.booleans(),
+)
+def test_the_two_maps_are_the_maps_of_their_phases_bit_for_bit(rows, warm_after, gate):
+    # any stream, any end of the warm-up: the warm-up's map is a wrapper's that learnt the
+    # warm-up's samples alone, the warm model's a fresh wrapper's that learnt the rest alone
+    sequence = [({"m": m, "s": s, "mix": mix}, m + s * z) for m, s, z, mix in rows]
+    model = Recalibrated(Scripted(warm_after=warm_after), gate=gate)
+    cold, warm = Recalibrated(Scripted(), gate=gate), Recalibrated(Scripted(), gate=gate)
+    for t, (x, y) in enumerate(sequence):
+        other = cold if t < warm_after else warm
+        for with_dist in (False, True):
+            assert _same_prediction(model.predict_one(x, with_dist=with_dist),
+                                    other.predict_one(x, with_dist=with_dist))
+        assert model.predict_one(x, with_interval=True) == other.predict_one(
+            x, with_interval=True)
+        model.learn_one(x, y)
+        other.learn_one(x, y)
+    in_use, held = (cold, warm) if len(sequence) < warm_after else (warm, cold)
+    assert model._cold == (len(sequence) < warm_after)
+    for a, b in ((model._state, in_use._state), (model._ku, in_use._ku),
+                 (model._held[0], held._state), (model._held[1], held._ku)):
+        np.testing.assert_array_equal(a, b)
+
+
+def _same_prediction(a, b):
+    if isinstance(a, float):
+        return a == b
+    return (type(a) is type(b) and np.array_equal(a.knots_u, b.knots_u)
+            and np.array_equal(a.knots_p, b.knots_p) and a.cdf(0.3) == b.cdf(0.3))
+
+
 def test_a_sample_the_wrapped_model_refuses_leaves_the_map_as_it_was():
     class Refusing(Scripted):
         def learn_one(self, x, y):
