@@ -115,7 +115,7 @@ def score(model, data: list, n_warmup: int) -> dict:
 
 def markdown(doc: dict) -> str:
     lines = ["# Calibration during the warm-up", "",
-             f"`python benchmarks/warmup_calibration.py {doc['args']}` ({doc['measured']}, "
+             f"`python benchmarks/warmup_calibration.py{doc['args']}` ({doc['measured']}, "
              f"load {doc['load']:.1f} at the start). `EDOEBE(seed=0)`, warm-up of "
              f"{doc['n_warmup']:,} samples, one by one; coverage of the distribution's central "
              "90% and 50% intervals and of the conformal 90% interval (`with_interval=True`), "
@@ -159,7 +159,8 @@ def main(argv=None) -> dict:
             row = {"stream": stream, "model": name, "scores": scores}
             rows.append(row)
             print(json.dumps(row), flush=True)
-    doc = {"args": " ".join(sys.argv[1:] if argv is None else argv) or "(defaults)",
+    given = sys.argv[1:] if argv is None else argv
+    doc = {"args": "".join(f" {a}" for a in given),
            "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load": load,
            "n_warmup": n_warmup, "rows": rows}
     out = Path(args.out)
