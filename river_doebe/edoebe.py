@@ -373,7 +373,6 @@ class BaseEDOEBE(BaseEnsemble):
             stacklevel=2,
         )
         self._finish_warmup()
-        self._use_map()  # (the ensemble's map, which ``recalibration_`` then reads)
         return self
 
     _warm_log_evidence = 0.0
@@ -714,6 +713,13 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         """Put the map of the model's phase in use (see :meth:`_recalibrates_next`)."""
         if self._recal is not None:
             self._recal._use_map(self._recalibrates_next())
+
+    def finish_warmup(self) -> Self:
+        """End the warm-up now, on the samples of its window so far (at least 2), instead of
+        at ``n_warmup``; the ensemble's recalibration map is then the one in use."""
+        super().finish_warmup()
+        self._use_map()
+        return self
 
     def _memo_key(self, z: np.ndarray):
         """What a remembered prediction is valid for: this sample's array and the members as
