@@ -35,10 +35,12 @@ import numbers
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from river import proba
 from river.metrics import base as metrics_base
 
 from river_doebe import calibration
 from river_doebe._compat import is_regressor
+from river_doebe.distributions import PredictiveGaussian
 
 __all__ = [
     "CRPS",
@@ -93,6 +95,10 @@ def _log_density(y_pred: Any, y_true: float) -> float:
     log_pdf = getattr(y_pred, "log_pdf", None)
     if log_pdf is not None:
         return float(log_pdf(y_true))
+    if isinstance(y_pred, proba.Gaussian):
+        # river 0.22's Gaussian has no log_pdf: the same Gaussian's, from its variance as
+        # later river versions compute it (from ``sigma`` squared it differs in the last bit)
+        return PredictiveGaussian._adopt(y_pred).log_pdf(y_true)
     mu, sigma = getattr(y_pred, "mu", None), getattr(y_pred, "sigma", None)
     if mu is not None and sigma is not None:
         return _gaussian_log_density(y_true, mu, sigma * sigma)
