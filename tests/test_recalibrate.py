@@ -486,3 +486,18 @@ def test_a_row_refused_in_a_block_leaves_the_map_as_the_rows_before_it_row_by_ro
     assert one.n_samples_seen == many.n_samples_seen == 60
     assert _state(one.recalibration_) == _state(many.recalibration_)
     assert one.recalibration_.n_updates_ == 59
+
+
+def test_a_warm_up_mixture_with_a_point_mass_is_not_learnt_from():
+    """Found by the long property test: targets of 1e-11 twice gave the fallback a nearest
+    neighbours' component of variance 0, and the warm-up's map divided by it."""
+    stream = [({"a": 0.0}, 1e-11), ({"a": -1.0}, 1e-11), ({"a": 0.0}, -1.0), ({"a": 0.5}, 0.3)]
+    built = EDOEBE(n_warmup=20, seed=0)
+    wrapper = Recalibrated(EDOEBE(n_warmup=20, seed=0, recalibrate=False), gate=True)
+    for x, y in stream:
+        assert built.predict_one(x) == wrapper.predict_one(x)
+        built.learn_one(x, y)
+        wrapper.learn_one(x, y)
+        assert _state(built.recalibration_) == _state(wrapper)
+    # the third target's predictive had the point mass: three of four learnt
+    assert built.recalibration_.n_updates_ == wrapper.n_updates_ == 3

@@ -22,6 +22,14 @@ _ONE = np.ones(1)
 _IDENTITY = np.array([0.0, 1.0])
 
 
+def _has_point_mass(weights, variances) -> bool:
+    """Whether a mixture gives weight to a component without a positive, finite variance
+    (a warm-up fallback's nearest neighbours that all had one target): its PIT and log density
+    at a target cannot be computed, so the map does not learn from it."""
+    w, v = np.asarray(weights), np.asarray(variances)
+    return bool(np.any((w > 0.0) & ~((v > 0.0) & (v < np.inf))))
+
+
 # ---------------------------------------------------------------------------------------------
 # The wrapper
 # ---------------------------------------------------------------------------------------------
@@ -144,7 +152,8 @@ class Recalibrated(base.Wrapper, base.Regressor):
     and the warm-up's is set aside. The guarantee holds for each: over the targets after the
     warm-up (``T`` counting those), and over the warm-up's. The attributes (``alpha_``,
     ``n_updates_``, ...) read the map in use.
-    A predictive with zero variance (a point mass) is returned unchanged, and not learnt from.
+    A predictive with zero variance (a point mass) is returned unchanged, and not learnt from;
+    nor is a mixture with such a component.
 
     The state is a few numbers per level and per window, independent of the stream's length.
 
@@ -600,6 +609,8 @@ class Recalibrated(base.Wrapper, base.Regressor):
         else:
             means, variances = dist.means, dist.variances
             mu, sigma = float(dist.mu), float(dist.sigma)
+            if _has_point_mass(weights, variances):
+                return
         self._ku = _kernels.update(
             self._state, self._settings, self._shape_arr, self._segment_arr, self._rho,
             self._ku, self._kp, weights, means, variances, mu, sigma, y)
@@ -610,8 +621,8 @@ class Recalibrated(base.Wrapper, base.Regressor):
         update, with the model's arithmetic)."""
         mu, var, weights, means, variances, scale, shift = parts
         sigma = math.sqrt(var)
-        if not 0.0 < sigma < math.inf:  # a point mass: not learnt from
-            return
+        if not 0.0 < sigma < math.inf or _has_point_mass(weights, variances):
+            return  # a point mass, or a mixture with one: not learnt from
         self._ku = _kernels.update_affine(
             self._state, self._settings, self._shape_arr, self._segment_arr, self._rho,
             self._ku, self._kp, weights, means, variances, scale, shift, float(mu), sigma, y)
