@@ -37,9 +37,9 @@ import warnings
 from pathlib import Path
 
 from _common import HERE, default_data_dir
+from calibration import width_90
 
 from river_doebe import EDOEBE, datasets, metrics
-from river_doebe.conf import RecalibratedDistribution
 
 #: the warm-up of ``EDOEBE()`` (its default), and the samples scored after it
 N_WARMUP = 1000
@@ -88,14 +88,12 @@ def score(model, data: list, n_warmup: int) -> dict:
         if recalibrates:
             interval = model.predict_one(x, with_interval=True)
             inside = interval.lower <= y <= interval.upper
-        if not isinstance(dist, RecalibratedDistribution):  # (the identity map reads its
-            dist = RecalibratedDistribution(dist, [0.0, 1.0], [0.0, 1.0])  # quantiles)
-        ninety = dist.interval(0.9)
+        width = width_90(dist)
         for s, (a, b) in segments.items():
             if a <= t < b:
                 for metric in sums[s]["scores"].values():
                     metric.update(y, dist)
-                sums[s]["width"] += ninety.width
+                sums[s]["width"] += width
                 sums[s]["conformal"] += bool(inside)
         model.learn_one(x, y)
     seconds = time.perf_counter() - start

@@ -802,6 +802,7 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         if recal is None:
             return super()._run_block(Z, ys, with_dist, want)
         self._memo = None
+        self._use_map()
         seen = self.n_samples_seen
         targets = np.asarray(ys, dtype=np.float64)
         model = self._model
@@ -824,7 +825,6 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
                     live = log_prior[t] > -np.inf
                     dist = self._predictive(np.exp(log_prior[t][live]), c_means[t][live],
                                             c_vars[t][live], mean, var)
-                    recal._use_map(seen + t > 0)
                     out.append(_with_point(recal._recalibrate(dist), dist))
                 else:
                     out.append(mean)
@@ -839,10 +839,10 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         recal = self._recal
         assert recal is not None  # (a model that recalibrates)
         means, variances, (log_prior, c_means, c_vars) = rows
-        recal._use_map(seen + t > 0)
         recal._update_arrays((float(means[t]), float(variances[t]), np.exp(log_prior[t]),
                               c_means[t], c_vars[t], 1.0, 0.0), target)
-        recal._use_map(True)
+        if seen + t == 0:
+            recal._use_map(True)  # (the block began with the map of the warm-up, for this row)
 
     def predict_one(self, x: dict, with_dist: bool = False, with_interval: bool = False):
         """The prediction for ``x``: the predictive mean; with ``with_dist=True`` the

@@ -25,7 +25,9 @@ _IDENTITY = np.array([0.0, 1.0])
 def _has_point_mass(weights, variances) -> bool:
     """Whether a mixture gives weight to a component without a positive, finite variance
     (a warm-up fallback's nearest neighbours that all had one target): its PIT and log density
-    at a target cannot be computed, so the map does not learn from it."""
+    at a target cannot be computed, so the map does not learn from it. (Only distributions need
+    the check: the arrays of :meth:`Recalibrated._update_arrays` are an engine's members, whose
+    variances the engine keeps positive and finite, and no model gives arrays in its warm-up.)"""
     w, v = np.asarray(weights), np.asarray(variances)
     return bool(np.any((w > 0.0) & ~((v > 0.0) & (v < np.inf))))
 
@@ -621,8 +623,8 @@ class Recalibrated(base.Wrapper, base.Regressor):
         update, with the model's arithmetic)."""
         mu, var, weights, means, variances, scale, shift = parts
         sigma = math.sqrt(var)
-        if not 0.0 < sigma < math.inf or _has_point_mass(weights, variances):
-            return  # a point mass, or a mixture with one: not learnt from
+        if not 0.0 < sigma < math.inf:  # a point mass: not learnt from
+            return
         self._ku = _kernels.update_affine(
             self._state, self._settings, self._shape_arr, self._segment_arr, self._rho,
             self._ku, self._kp, weights, means, variances, scale, shift, float(mu), sigma, y)
