@@ -65,6 +65,19 @@ def _cholesky(M: np.ndarray, max_tries: int = 8) -> tuple[np.ndarray, float]:
     )
 
 
+def _log_det_factor(L: np.ndarray) -> float:
+    """``log |L L'|`` from a Cholesky factor: twice the sum of the logs of its diagonal.
+
+    The diagonal is copied to contiguous memory before its logs are taken. NumPy 1.x takes the
+    logs of a strided array in its vectorised loop unless the output it allocates starts within
+    one stride past the input's end, and then in a scalar loop whose last bits differ; where the
+    output lands is the allocator's choice (other threads move it: the warm-up fits on a pool),
+    so a view of the diagonal gave the evidence of the same hyperparameters two values one ulp
+    apart from run to run. A contiguous input has no such gap.
+    """
+    return 2.0 * float(np.sum(np.log(np.diagonal(L).copy())))
+
+
 def _check_inputs(Phi, y, var_theta, var_eps):
     Phi = np.asarray(Phi, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
@@ -102,7 +115,7 @@ def _evidence(Phi, y, vt, ve, want_grad, want_dphi):
         rr = float(r @ r)
         mm = float(m @ m)
         quad = rr / ve + mm / vt  # = y' C^{-1} y (Bishop 3.86)
-        logdet = N * math.log(ve) + 2.0 * float(np.sum(np.log(np.diag(Lc))))
+        logdet = N * math.log(ve) + _log_det_factor(Lc)
         value = -0.5 * (quad + logdet + N * _LOG_2PI)
         if not want_grad:
             return value, None, None, None
@@ -121,7 +134,7 @@ def _evidence(Phi, y, vt, ve, want_grad, want_dphi):
     Lc, _ = _cholesky(Kp)
     w = linalg.solve_triangular(Lc, y, lower=True, check_finite=False)
     quad = float(w @ w) / ve
-    logdet = N * math.log(ve) + 2.0 * float(np.sum(np.log(np.diag(Lc))))
+    logdet = N * math.log(ve) + _log_det_factor(Lc)
     value = -0.5 * (quad + logdet + N * _LOG_2PI)
     if not want_grad:
         return value, None, None, None

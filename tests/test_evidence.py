@@ -304,6 +304,40 @@ def test_cholesky_jitter_and_failure():
         _cholesky(np.array([[np.nan, 0.0], [0.0, 1.0]]))
 
 
+@pytest.mark.parametrize("N, F", [(30, 5), (5, 30)])
+def test_the_log_determinant_takes_logs_of_contiguous_memory(monkeypatch, N, F):
+    """NumPy 1.x takes the logs of a strided array in one of two loops whose last bits differ,
+    chosen by where the output it allocates lands (within one stride past the input's end, or
+    not). The evidence took the logs of a view of its Cholesky factor's diagonal, so the warm-up's
+    fits, on a pool of threads that moves the allocations about, gave a seeded model members one
+    ulp apart from run to run (CI's lowest-versions run of be1341e: a CSV stream and the same
+    built-in stream scored differently in the last digits). Every log the evidence takes reads
+    contiguous memory, in both of its forms (``F < N`` and ``N <= F``)."""
+    import types
+
+    from river_doebe import evidence
+
+    contiguous = []
+
+    def log(x, *args, **kwargs):
+        contiguous.append(bool(np.asarray(x).flags.c_contiguous))
+        return np.log(x, *args, **kwargs)
+
+    class _NumPy(types.ModuleType):
+        def __getattr__(self, name):
+            return getattr(np, name)
+
+    proxy = _NumPy("numpy")
+    proxy.log = log
+    rng = np.random.default_rng(11)
+    Phi, y = rng.normal(size=(N, F)), rng.normal(size=N)
+    expected = log_evidence(Phi, y, 0.7, 0.3, grad=True)
+    monkeypatch.setattr(evidence, "np", proxy)
+    value, dPhi, dvt, dve = log_evidence(Phi, y, 0.7, 0.3, grad=True)
+    assert contiguous and all(contiguous)
+    assert value == expected[0] and np.array_equal(dPhi, expected[1])
+    assert (dvt, dve) == expected[2:]
+
 def test_value_extreme_conditioning_is_finite():
     rng = np.random.default_rng(2)
     Phi = 1e4 * rng.normal(size=(50, 5))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import pickle
+import sys
 import warnings
 
 import numpy as np
@@ -320,6 +321,28 @@ def test_the_warm_up_does_not_depend_on_the_threads(task):
     for other in runs[1:]:
         assert other == runs[0]
 
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
+def test_the_warm_ups_blas_limit_reaches_every_blas_the_process_loaded():
+    """The warm-up's pool holds BLAS to one thread with threadpoolctl (the jobs are the
+    parallelism). threadpoolctl before 3.5 did not know SciPy's own OpenBLAS
+    (``libscipy_openblas``, which ``scipy.linalg`` calls: the evidence's Cholesky factors and
+    solves), so the fits' factorisations ran on every core beside the pool's threads; 3.5 is the
+    floor. Every BLAS loaded in the process is one that threadpoolctl controls."""
+    import os
+    import re
+
+    import scipy.linalg  # noqa: F401 - loads SciPy's BLAS, as the warm-up does
+    from threadpoolctl import threadpool_info
+
+    blas = re.compile(r"lib(scipy_)?openblas|libmkl_rt|libblis|libflexiblas")
+    with open("/proc/self/maps") as maps:
+        paths = {line.split()[-1] for line in maps if line.count("/") and "/" in line.split()[-1]}
+    loaded = {os.path.realpath(p) for p in paths if blas.search(os.path.basename(p))}
+    known = {os.path.realpath(info["filepath"]) for info in threadpool_info()}
+    assert loaded, "no BLAS found in the process' memory map"
+    assert loaded <= known, f"BLAS libraries threadpoolctl does not control: {loaded - known}"
 
 @pytest.mark.parametrize("first", [0.5, 0.7, 0.999, -0.6])
 def test_the_fallback_statistics_are_exact_when_a_first_value_lies_in_half_to_one(first):
