@@ -1017,3 +1017,76 @@ def test_a_wrapper_pickled_with_another_settings_layout_is_refused_when_loaded()
     old = Recalibrated.__new__(Recalibrated)
     with pytest.raises(ValueError, match="earlier version"):
         old.__setstate__(state)
+
+
+class _Recorder:
+    """Stands in for the recalibration's rented update: records each call's arguments (copied
+    before the call changes the state), then runs the compiled kernel."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __getattr__(self, name):
+        kernel = getattr(_kernels, name)
+
+        def call(*args):
+            self.calls.append((name, copy.deepcopy(args)))
+            return kernel(*args)
+
+        return call
+
+
+@pytest.mark.parametrize("gate", [True, False])
+def test_the_update_s_python_twin_gives_the_kernel_s_bits(monkeypatch, gate):
+    # a fresh install runs the update by its Python twin until it has paid for the compile
+    # (kernels.jit.Rented): when the switch comes must change no number, so the twin gives the
+    # kernel's bits, for Gaussians and mixtures, steady and wild streams, with and without the
+    # gate (whose (1 - rho^n)^2 is a product: Python's ``** 2`` calls ``pow``, whose last bit
+    # differs from the product's now and then)
+    from river_doebe.conf import recalibrated
+    from river_doebe.kernels.jit import python_twin
+
+    recorder = _Recorder()
+    monkeypatch.setattr(recalibrated, "_UPDATE", recorder)
+    streams = [alternating(300, every=5), jump(300, at=100, size=1e3, mix=True),
+               always_cover(50), alternating(300, every=1, seed=3)]
+    for levels, stream in zip(((0.25, 0.5, 0.75), (), (0.1, 0.9), (0.5,)), streams, strict=True):
+        model = Recalibrated(Scripted(), levels=levels, gate=gate)
+        for x, y in stream:
+            model.predict_one(x, with_dist=True)
+            model.learn_one(x, y)
+    assert len(recorder.calls) == 950
+    for name, args in recorder.calls:
+        kernel = getattr(_kernels, name)
+        compiled_args, twin_args = copy.deepcopy(args), copy.deepcopy(args)
+        out = kernel(*compiled_args)
+        assert np.array_equal(python_twin(kernel)(*twin_args), out)
+        assert np.array_equal(twin_args[0], compiled_args[0], equal_nan=True)  # the state
+
+
+def test_a_rented_kernel_runs_its_twin_until_the_rent_is_paid():
+    import numba
+
+    from river_doebe.kernels.jit import Rented
+
+    @numba.njit
+    def double(a):
+        out = np.empty_like(a)
+        for i in range(a.shape[0]):
+            out[i] = 2.0 * a[i]
+        return out
+
+    @numba.njit
+    def ready(a):
+        return a + 1.0
+
+    ready(np.zeros(2))  # compiled in this process: used compiled at once
+    rented = Rented(1e-9, double=double, ready=ready)
+    a = np.arange(3.0)
+    assert np.array_equal(rented.double(a), 2.0 * a) and not double.signatures
+    assert rented.paid > 1e-9  # the twin's first call paid the rent ...
+    assert np.array_equal(rented.double(a), 2.0 * a) and double.signatures  # ... then compiled
+    paid = rented.paid
+    assert np.array_equal(rented.ready(a), a + 1.0) and rented.paid == paid
+    with pytest.raises(AttributeError):
+        rented.missing  # noqa: B018 - the attribute look-up is the test

@@ -33,16 +33,9 @@ def test_the_command_line_has_the_subcommand():
     assert args.command == "compile" and args.no_threads
 
 
-# what a user's process runs after the command: the default E-DOEBE one sample at a time (with its
-# distribution's reads, its threads timed against one thread) and in a block, a classifier, a
-# learner on a spline basis
-_USER = """
-import json, warnings
-warnings.simplefilter("ignore")
+# the qualified names of the functions Numba compiles (``names``), in a process' script
+_COMPILES = """
 from numba.core import event
-from river_doebe import DOBE, EDOEBE, EDOEBEClassifier
-from river_doebe.basis import BSpline
-from river_doebe.datasets import Friedman1
 
 names = []
 
@@ -53,6 +46,17 @@ class Listener(event.Listener):
 
     def on_end(self, ev):
         pass
+"""
+
+# what a user's process runs after the command: the default E-DOEBE one sample at a time (with its
+# distribution's reads, its threads timed against one thread) and in a block, a classifier, a
+# learner on a spline basis
+_USER = _COMPILES + """
+import json, warnings
+warnings.simplefilter("ignore")
+from river_doebe import DOBE, EDOEBE, EDOEBEClassifier
+from river_doebe.basis import BSpline
+from river_doebe.datasets import Friedman1
 
 data = list(Friedman1(n_samples=1400, seed=1))
 with event.install_listener("numba:compile", Listener()):
@@ -87,3 +91,36 @@ def test_after_the_command_a_process_compiles_nothing(tmp_path):
     again = subprocess.run([sys.executable, "-m", "river_doebe", "compile", "--no-threads"],
                            env=env, capture_output=True, text=True, check=True)
     assert ": 0 compiles, 0.0 s;" in again.stdout, again.stdout
+
+
+_RENTED = _COMPILES + """
+import json
+from river import linear_model
+from river_doebe.conf import Recalibrated, recalibrated
+from river_doebe.datasets import Friedman1
+
+data = list(Friedman1(n_samples=400, seed=2))
+with event.install_listener("numba:compile", Listener()):
+    model = Recalibrated(linear_model.BayesianLinearRegression())
+    for x, y in data[:200]:
+        model.predict_one(x, with_dist=True)
+        model.learn_one(x, y)
+    before = list(names)
+    recalibrated._UPDATE.rent = recalibrated._UPDATE.paid + 0.01  # then the rent is paid
+    for x, y in data[200:]:
+        model.predict_one(x, with_dist=True)
+        model.learn_one(x, y)
+print(json.dumps([before, names, recalibrated._UPDATE.paid]))
+"""
+
+
+@pytest.mark.slow  # compiles the recalibration's update in a fresh cache: about 10 s
+def test_a_fresh_install_compiles_the_recalibration_s_update_once_it_has_paid_for_it(tmp_path):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", _RENTED], env=env, capture_output=True,
+                          text=True, check=True)
+    before, after, paid = json.loads(done.stdout.strip().splitlines()[-1])
+    # 200 targets learnt by the update's Python twin: nothing of it compiled ...
+    assert "update" not in before and "update_affine" not in before and paid > 0
+    # ... and once the twin's calls have taken the rent, the kernel
+    assert "update" in after[len(before):]

@@ -368,8 +368,11 @@ def _gate(state, settings, f, ku):
         # the variance of an exponentially weighted share of n draws, started at its mean
         spread = (1.0 - rho) * (1.0 - rho ** (2.0 * n)) / (1.0 + rho)
         top = 0.0
-        # the window's effective number of targets, times the spread: ``(1 - rho^n)^2``
-        weighed = (1.0 - rho ** n) ** 2
+        # the window's effective number of targets, times the spread: ``(1 - rho^n)^2`` (a
+        # product: Numba compiles ``** 2`` so, but Python calls ``pow``, whose last bit differs
+        # now and then, and the Python twin must give the kernel's bits)
+        filled = 1.0 - rho ** n
+        weighed = filled * filled
         for j in range(GATE_P.shape[0]):
             q = GATE_P[j]
             if j < 5:

@@ -13,6 +13,7 @@ from river.conf import Interval
 from river_doebe.conf import _kernels
 from river_doebe.conf.distribution import RecalibratedDistribution
 from river_doebe.distributions import gaussian
+from river_doebe.kernels.jit import Rented
 
 __all__ = ["Recalibrated"]
 
@@ -20,6 +21,16 @@ __all__ = ["Recalibrated"]
 _ONE = np.ones(1)
 #: the knots of the identity map
 _IDENTITY = np.array([0.0, 1.0])
+
+#: about what a fresh install's compile of the recalibration's update takes (the update and the
+#: functions it calls: 3.0 s in ``benchmarks/results/throughput.json``, ``first_use``)
+UPDATE_COMPILE_SECONDS = 3.0
+#: the update, by its Python twin (about 0.2 ms a target, the same bits) until the twin's calls
+#: have taken ``UPDATE_COMPILE_SECONDS``, then compiled (at once when it is in Numba's on-disk
+#: cache): a first stream on a fresh install, the quick start's included, no longer waits for a
+#: compile that its targets would not pay back (see :class:`river_doebe.kernels.jit.Rented`)
+_UPDATE = Rented(UPDATE_COMPILE_SECONDS, update=_kernels.update,
+                 update_affine=_kernels.update_affine)
 
 
 def _has_point_mass(weights, variances) -> bool:
@@ -602,8 +613,9 @@ class Recalibrated(base.Wrapper, base.Regressor):
 
     def _update(self, dist, y: float) -> None:
         """The conformal steps and the corrections' statistics, from the
-        prediction made before ``y`` was seen (one compiled call,
-        :func:`river_doebe.conf._kernels.update`), and the knots for the next prediction."""
+        prediction made before ``y`` was seen (one call of
+        :func:`river_doebe.conf._kernels.update`, compiled or its Python twin: the same bits),
+        and the knots for the next prediction."""
         weights = getattr(dist, "weights", None)
         if weights is None:  # a Gaussian
             mu, sigma = float(dist.mu), float(dist.sigma)
@@ -613,7 +625,7 @@ class Recalibrated(base.Wrapper, base.Regressor):
             mu, sigma = float(dist.mu), float(dist.sigma)
             if _has_point_mass(weights, variances):
                 return
-        self._ku = _kernels.update(
+        self._ku = _UPDATE.update(
             self._state, self._settings, self._shape_arr, self._segment_arr, self._rho,
             self._ku, self._kp, weights, means, variances, mu, sigma, y)
 
@@ -625,6 +637,6 @@ class Recalibrated(base.Wrapper, base.Regressor):
         sigma = math.sqrt(var)
         if not 0.0 < sigma < math.inf:  # a point mass: not learnt from
             return
-        self._ku = _kernels.update_affine(
+        self._ku = _UPDATE.update_affine(
             self._state, self._settings, self._shape_arr, self._segment_arr, self._rho,
             self._ku, self._kp, weights, means, variances, scale, shift, float(mu), sigma, y)

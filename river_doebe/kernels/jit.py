@@ -14,17 +14,25 @@ a C-callable wrapper of each function as well, for passing it as a first-class f
 which the package never does (about a tenth of a fresh install's compile). A function that only
 kernels call (a member's step, the covariance repair) has ``no_cpython_wrapper=True`` too: it
 cannot be called from Python, and Numba does not build the code that would unbox its records.
+
+A kernel that runs once a sample on a few small arrays (the recalibration's update) may be
+*rented* (:class:`Rented`): run by its Python twin (:func:`python_twin`, the same source and
+the same bits) until those calls have taken about what its compile would, then compiled, so
+that a short first stream on a fresh install is not kept waiting for a compile it would not
+pay back.
 """
 
 from __future__ import annotations
 
+import time
 import types
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 import numba
+from numba.core.registry import CPUDispatcher
 
-__all__ = ["kernel", "stack_kernel"]
+__all__ = ["Rented", "kernel", "python_twin", "stack_kernel"]
 
 _Kernel = TypeVar("_Kernel", bound=Callable[..., Any])
 
@@ -52,3 +60,88 @@ def stack_kernel(py_func: _Kernel) -> tuple[_Kernel, _Kernel]:
     # (typed as ``py_func``: a type checker then checks every call against its argument list)
     parallel = numba.njit(parallel=True, **_OPTIONS)(twin)
     return cast(_Kernel, serial), cast(_Kernel, parallel)
+
+
+_TWINS: dict[Any, Callable[..., Any]] = {}
+
+
+def python_twin(dispatcher: Any) -> Callable[..., Any]:
+    """The Python function of a kernel whose calls to the kernels of its module go to their
+    Python functions too (a kernel without a CPython wrapper cannot be called from Python at
+    all). Its arithmetic is the kernel's own source run by the interpreter: written with explicit
+    loops and ``math``'s functions, as the recalibration's kernels are, it gives the same bits
+    (``tests/test_conf.py`` replays streams through both)."""
+    twin = _TWINS.get(dispatcher)
+    if twin is None:
+        scope = dict(dispatcher.py_func.__globals__)
+        for name, value in list(scope.items()):
+            if isinstance(value, CPUDispatcher):
+                func = value.py_func
+                scope[name] = types.FunctionType(func.__code__, scope, func.__name__,
+                                                 func.__defaults__, func.__closure__)
+        func = dispatcher.py_func
+        twin = _TWINS[dispatcher] = types.FunctionType(func.__code__, scope, func.__name__,
+                                                        func.__defaults__, func.__closure__)
+    return twin
+
+
+def _in_disk_cache(dispatcher: Any, args: tuple) -> bool:
+    """Whether Numba's on-disk cache holds ``dispatcher`` compiled for ``args`` (its own first
+    step of a compile: the cache, looked up)."""
+    try:
+        sig = tuple(dispatcher.typeof_pyval(a) for a in args)
+        return dispatcher._cache.load_overload(sig, dispatcher.targetctx) is not None
+    except Exception:  # a Numba without this cache interface: as if not cached
+        return False
+
+
+class Rented:
+    """Kernels run by their Python twins (:func:`python_twin`) until the twins' calls have
+    taken as long as compiling the kernels would, then compiled: the rule of renting before
+    buying (the "ski rental" problem), which never spends more than twice what the better of the
+    two would have cost. A kernel already compiled in the process, or found in Numba's on-disk
+    cache at its first call, is used compiled at once. For kernels that run once a sample on
+    small arrays, so that a short stream on a fresh install does not wait seconds for a
+    compile that its samples would not pay back. The twins give the same bits as the kernels,
+    so when the switch comes changes no number.
+
+    Parameters
+    ----------
+    rent
+        Seconds of the twins' calls after which the kernels are compiled (about what their
+        compile takes).
+    kernels
+        The kernels (Numba dispatchers) by name; ``rented.name(*args)`` calls one.
+    """
+
+    def __init__(self, rent: float, **kernels: Any) -> None:
+        self.rent = float(rent)
+        self.paid = 0.0
+        self._bought: dict[str, bool] = {}
+        self._calls = {name: self._entry(name, d) for name, d in kernels.items()}
+
+    def _entry(self, name: str, dispatcher: Any) -> Callable[..., Any]:
+        def call(*args: Any) -> Any:
+            bought = self._bought.get(name)
+            if bought is None:  # its first call in the process
+                bought = self._bought[name] = bool(dispatcher.signatures) or _in_disk_cache(
+                    dispatcher, args)
+            if bought or self.paid >= self.rent:
+                return dispatcher(*args)
+            t0 = time.perf_counter()
+            out = python_twin(dispatcher)(*args)
+            self.paid += time.perf_counter() - t0
+            return out
+
+        return call
+
+    def buy(self) -> None:
+        """Run the kernels compiled from now on (``river-doebe compile`` puts them in the
+        on-disk cache so)."""
+        self.rent = 0.0
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        calls = self.__dict__.get("_calls", {})
+        if name not in calls:
+            raise AttributeError(name)
+        return calls[name]
