@@ -1077,16 +1077,16 @@ def test_a_rented_kernel_runs_its_twin_until_the_rent_is_paid():
         return out
 
     @numba.njit
-    def ready(a):
+    def shift(a):
         return a + 1.0
 
-    ready(np.zeros(2))  # compiled in this process: used compiled at once
-    rented = Rented(1e-9, double=double, ready=ready)
+    shift(np.zeros(2))  # compiled in this process: used compiled at once
+    rented = Rented(1e-9, double=double, shift=shift)
     a = np.arange(3.0)
     assert np.array_equal(rented.double(a), 2.0 * a) and not double.signatures
     assert rented.paid > 1e-9  # the twin's first call paid the rent ...
     assert np.array_equal(rented.double(a), 2.0 * a) and double.signatures  # ... then compiled
     paid = rented.paid
-    assert np.array_equal(rented.ready(a), a + 1.0) and rented.paid == paid
+    assert np.array_equal(rented.shift(a), a + 1.0) and rented.paid == paid
     with pytest.raises(AttributeError):
         rented.missing  # noqa: B018 - the attribute look-up is the test

@@ -111,26 +111,43 @@ class Rented:
         Seconds of the twins' calls after which the kernels are compiled (about what their
         compile takes).
     kernels
-        The kernels (Numba dispatchers) by name; ``rented.name(*args)`` calls one.
+        The kernels (Numba dispatchers) by name; ``rented.name(*args)`` calls one (a name
+        other than the methods' and attributes' below).
     """
 
     def __init__(self, rent: float, **kernels: Any) -> None:
+        clash = set(kernels) & {"rent", "paid", "ready", "pay", "buy"}
+        if clash:
+            raise ValueError(f"a rented kernel cannot be named {sorted(clash)}")
         self.rent = float(rent)
         self.paid = 0.0
+        self._kernels = kernels
         self._bought: dict[str, bool] = {}
         self._calls = {name: self._entry(name, d) for name, d in kernels.items()}
 
+    def ready(self, name: str, args: tuple | Callable[[], tuple]) -> bool:
+        """Whether the kernel ``name`` runs compiled now; ``args``: the arguments of a call, or
+        a function that makes them (at its first call in the process, what Numba's on-disk
+        cache is looked up for; not needed after it)."""
+        bought = self._bought.get(name)
+        if bought is None:
+            dispatcher = self._kernels[name]
+            bought = self._bought[name] = bool(dispatcher.signatures) or _in_disk_cache(
+                dispatcher, args() if callable(args) else args)
+        return bought or self.paid >= self.rent
+
+    def pay(self, seconds: float) -> None:
+        """Count ``seconds`` spent instead of the compiled kernels (by their twins, or by a
+        caller's own way round them) towards the rent."""
+        self.paid += seconds
+
     def _entry(self, name: str, dispatcher: Any) -> Callable[..., Any]:
         def call(*args: Any) -> Any:
-            bought = self._bought.get(name)
-            if bought is None:  # its first call in the process
-                bought = self._bought[name] = bool(dispatcher.signatures) or _in_disk_cache(
-                    dispatcher, args)
-            if bought or self.paid >= self.rent:
+            if self.ready(name, args):
                 return dispatcher(*args)
             t0 = time.perf_counter()
             out = python_twin(dispatcher)(*args)
-            self.paid += time.perf_counter() - t0
+            self.pay(time.perf_counter() - t0)
             return out
 
         return call
