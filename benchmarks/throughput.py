@@ -692,14 +692,11 @@ def as_a_later_session() -> None:
     """The rows time a session whose kernels are compiled (from the second session on they come
     from the on-disk cache): what this process compiles (a first run after a change) is not left
     for its serial calls to pay for before the stacks time their threads
-    (``threads.threads_ready``), and the rented parts (the regressors' block path, the
-    recalibration's update) run compiled from the start. The ``first_use`` rows measure a fresh
-    install's first use."""
+    (``threads.threads_ready``), and the rented recalibration's update runs compiled from the
+    start. The ``first_use`` rows measure a fresh install's first use."""
     from river_doebe.conf import recalibrated
-    from river_doebe.engine import core
 
     threads._ready[0] = True
-    core.BLOCKS.buy()
     recalibrated._UPDATE.buy()
 
 

@@ -158,14 +158,11 @@ def precompile(threads: bool = True, warmup: int = 120, samples: int = 320,
     from a shell it is ``river-doebe compile``.
 
     """
-    # the recalibration's update and the regressors' block path are rented (run by the update's
-    # Python twin, and row by row, until they have paid for their compile, unless they are in
-    # the cache): here they are bought, so that the cache holds them
+    # the recalibration's update is rented (run by its Python twin until it has paid for its
+    # compile, unless it is in the cache): here it is bought, so that the cache holds it
     from river_doebe.conf import recalibrated
-    from river_doebe.engine import core
 
     recalibrated._UPDATE.buy()
-    core.BLOCKS.buy()
     rows = _regression_rows(max(samples, warmup + 200))
     labelled = [(x, y > 14.0) for x, y in rows]  # (Friedman #1's median is about 14)
     compiles_before, seconds_before = compiled()

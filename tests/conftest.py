@@ -30,17 +30,13 @@ def find_data_dir() -> pathlib.Path | None:
 
 @pytest.fixture(autouse=True, scope="session")
 def _rented_parts_bought():
-    """The tests run as a later session does: the rented parts (the regressors' block path,
-    the recalibration's update: ``river_doebe.kernels.jit.Rented``) compiled from their first
-    call, whether or not this checkout's on-disk cache holds them yet (a clean clone's does not,
-    and its blocks would otherwise run row by row until they paid for the compile, which the
-    tests of the block kernels and their threads would not see). The renting itself is tested
-    with rented parts of its own (``tests/test_blocks.py``, ``tests/test_conf.py``) and in fresh
-    processes (``tests/test_precompile.py``)."""
+    """The tests run as a later session does: the recalibration's update (rented:
+    ``river_doebe.kernels.jit.Rented``) compiled from its first call, whether or not this
+    checkout's on-disk cache holds it yet (a clean clone's does not). The renting itself is
+    tested with rented kernels of its own (``tests/test_conf.py``) and in fresh processes
+    (``tests/test_precompile.py``)."""
     from river_doebe.conf import recalibrated
-    from river_doebe.engine import core
 
-    core.BLOCKS.buy()
     recalibrated._UPDATE.buy()
     yield
 

@@ -206,56 +206,6 @@ def test_a_row_the_filters_refuse_stops_the_batch_with_the_rows_before_it_learnt
     assert len(expected) == 60
 
 
-
-# ------------------------------------------------------------------ a fresh install's blocks
-@pytest.fixture
-def blocks_rented(monkeypatch):
-    """A fresh install's block path: the block kernels neither compiled in the process nor in
-    the on-disk cache, and their rent not paid (the rows run one by one)."""
-    from river_doebe.engine import core
-    from river_doebe.kernels.jit import Rented
-
-    rented = Rented(math.inf, gaussian_block=core.gaussian_block)
-    rented._bought["gaussian_block"] = False
-    monkeypatch.setattr(core, "BLOCKS", rented)
-    return rented
-
-
-@pytest.mark.parametrize("name", list(REGRESSORS))
-def test_rented_blocks_are_predict_then_learn_row_by_row(name, blocks_rented):
-    X, y = _stream()
-    xs, ys = dicts(X, ["a", "b", "c"]), y.tolist()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        a, b = REGRESSORS[name](), REGRESSORS[name]()
-        expected = _one_by_one(a, xs, ys, with_dist=True)
-        got = b.predict_learn_many(xs, ys, with_dist=True)
-    assert all(_same(p, q) for p, q in zip(expected, got, strict=True))
-    assert pickle.dumps(a) == pickle.dumps(b)
-    assert blocks_rented.paid > 0  # the rows' time, paid towards the compile
-
-
-def test_a_rented_block_stops_at_a_refused_row_as_a_block_does(blocks_rented):
-    test_a_row_the_filters_refuse_stops_the_batch_with_the_rows_before_it_learnt()
-    assert blocks_rented.paid > 0
-
-
-def test_rented_blocks_run_the_block_kernels_once_the_rent_is_paid(blocks_rented, monkeypatch):
-    from river_doebe.engine import core
-
-    ran = []
-    learn_rows = core.Engine._learn_rows
-    monkeypatch.setattr(core.Engine, "_learn_rows",
-                        lambda self, *args: ran.append(1) or learn_rows(self, *args))
-    X, y = _stream(n=300)
-    xs = dicts(X, ["a", "b", "c"])
-    a, b = REGRESSORS["DOEBE-floor"](), REGRESSORS["DOEBE-floor"]()
-    expected = _one_by_one(a, xs, y.tolist(), with_dist=False)
-    assert b.predict_learn_many(xs[:100], y[:100]) == expected[:100] and not ran
-    blocks_rented.rent = blocks_rented.paid  # paid: the next block runs the kernels
-    assert b.predict_learn_many(xs[100:], y[100:]) == expected[100:] and ran
-    assert pickle.dumps(a) == pickle.dumps(b)
-
 # ------------------------------------------------------------------ threads
 @pytest.fixture
 def parallel_always(monkeypatch):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -16,7 +15,6 @@ from river_doebe.engine.members import FilterError, Member, csc_transition
 from river_doebe.engine.threads import Pace, balanced_order
 from river_doebe.engine.weighting import Weighting
 from river_doebe.kernels.gaussian import gaussian_block, gaussian_block_parallel, gaussian_update
-from river_doebe.kernels.jit import Rented
 from river_doebe.kernels.stack import (
     NEEDS_REPAIR,
     Params,
@@ -43,17 +41,6 @@ _REFUSALS = {
     3: "it lost the positive definiteness of its covariance even after a repair",
 }
 
-
-#: about what a fresh install's compile of the block path takes (the member pass
-#: ``_gaussian_block`` with the member step it calls, and ``weigh_block``: 1.7 + 0.7 s in
-#: ``benchmarks/results/throughput.json``, ``first_use``)
-BLOCK_COMPILE_SECONDS = 2.5
-#: the block path of the regressors, rented: until it is compiled in the process or found in
-#: Numba's on-disk cache, a block's rows run one by one (the per-sample kernels, compiled
-#: already; the same numbers, which is what a block promises) and their time is the rent; once
-#: it reaches ``BLOCK_COMPILE_SECONDS`` the block kernels are compiled
-#: (:class:`river_doebe.kernels.jit.Rented`). ``river-doebe compile`` buys them.
-BLOCKS = Rented(BLOCK_COMPILE_SECONDS, gaussian_block=gaussian_block)
 
 #: the log weight of a one-member stack's member (read-only: shared by every engine)
 _LOG_ONE = np.zeros(1)
@@ -506,8 +493,6 @@ class Engine:
         outputs have one column per member of the stack it ran on).
         """
         B = Z.shape[0]
-        if self._rents_blocks and not self._blocks_ready():
-            return self._rows_one_by_one(Z, Y, keep_weights, bury)
         self._pace.forget()  # the time of a block is not a sample's
         parts, done = [], 0
         while done < B:  # (more than one part only while the pace probes: see Pace.split)
@@ -524,49 +509,6 @@ class Engine:
         if bury:  # (after the parts: a member buried later changes no number)
             self._bury()
         return _joined(parts)
-
-    #: whether the block path is rented (:data:`BLOCKS`): the regressors'; a classifier's
-    #: block kernels are its own
-    _rents_blocks = True
-
-    def _blocks_ready(self) -> bool:
-        """Whether the block kernels run now (:data:`BLOCKS`): the arguments of a block of one
-        row, for the on-disk cache's look-up at the first block of the process."""
-        def args() -> tuple:
-            return (self.order, np.empty((self.n_slots, 1, self.state.mu.shape[1])), self.src,
-                    np.zeros(1), self._kernel_params, self._kernel_state, self.V, self.E,
-                    *self._block_outputs(1), np.empty(self.M, dtype=np.int64), self.status,
-                    None)
-
-        return BLOCKS.ready("gaussian_block", args)
-
-    def _rows_one_by_one(self, Z: np.ndarray, Y: np.ndarray, keep_weights: bool,
-                         bury: bool) -> tuple:
-        """:meth:`learn_block` the per-sample way (:meth:`_one_row`, the gate's bookkeeping
-        included), while the block kernels are rented: the same outputs and the same numbers, and
-        a refused row stops it as it stops a block (the rows before it learnt). Its time is paid
-        towards the block kernels' compile."""
-        parts = []
-        t0 = time.perf_counter()
-        # rows of a C-ordered array, as a sample's (a strided row would compile each
-        # featurisation kernel once more)
-        Z = np.ascontiguousarray(Z, dtype=np.float64)
-        try:
-            for t in range(Z.shape[0]):
-                try:
-                    parts.append(self._one_row(Z[t], float(Y[t]), keep_weights))
-                except FilterError as refused:
-                    err = FilterError(f"row {t} of the block cannot be learnt safely: {refused}")
-                    err.rows_learnt = t
-                    err.learnt = _joined(parts) if parts else self._empty_outputs(keep_weights)
-                    if bury:
-                        self._bury()
-                    raise err from None
-        finally:
-            BLOCKS.pay(time.perf_counter() - t0)
-        if bury:
-            self._bury()
-        return _joined(parts) if parts else self._empty_outputs(keep_weights)
 
     def _learn_part(self, Z: np.ndarray, Y: np.ndarray, keep_weights: bool,
                     offset: int) -> tuple:

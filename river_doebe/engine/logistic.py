@@ -95,8 +95,6 @@ class LogisticEngine(Engine):
         self.logit *= -1.0
 
     # ------------------------------------------------------------------ blocks
-    _rents_blocks = False
-
     def _block_kernel(self, parallel: bool) -> Callable[..., Any]:
         return logistic_block_parallel if parallel else logistic_block
 
