@@ -125,20 +125,18 @@ class Rented:
         self._bought: dict[str, bool] = {}
         self._calls = {name: self._entry(name, d) for name, d in kernels.items()}
 
-    def ready(self, name: str, args: tuple | Callable[[], tuple]) -> bool:
-        """Whether the kernel ``name`` runs compiled now; ``args``: the arguments of a call, or
-        a function that makes them (at its first call in the process, what Numba's on-disk
-        cache is looked up for; not needed after it)."""
+    def ready(self, name: str, args: tuple) -> bool:
+        """Whether the kernel ``name`` runs compiled now; ``args``: the arguments of its call
+        (at its first call in the process, what Numba's on-disk cache is looked up for)."""
         bought = self._bought.get(name)
         if bought is None:
             dispatcher = self._kernels[name]
             bought = self._bought[name] = bool(dispatcher.signatures) or _in_disk_cache(
-                dispatcher, args() if callable(args) else args)
+                dispatcher, args)
         return bought or self.paid >= self.rent
 
     def pay(self, seconds: float) -> None:
-        """Count ``seconds`` spent instead of the compiled kernels (by their twins, or by a
-        caller's own way round them) towards the rent."""
+        """Count ``seconds`` the twins took towards the rent."""
         self.paid += seconds
 
     def _entry(self, name: str, dispatcher: Any) -> Callable[..., Any]:
