@@ -60,6 +60,8 @@ import numba
 import numpy as np
 from numba.core import event
 
+from river_doebe.kernels.jit import in_disk_cache
+
 __all__ = [
     "PARALLEL_MIN_MEMBERS",
     "PARALLEL_MIN_WORK",
@@ -226,11 +228,7 @@ def _parallel_sweep_cached() -> bool:
             # (the signatures of the stream: a repair runs the serial kernel with repair=True,
             # a variant no twin ever needs)
             stream = [sig for sig in serial.signatures if str(sig[-1]) == "none"]
-            try:
-                cached = bool(stream) and all(
-                    twin._cache.load_overload(sig, twin.targetctx) is not None for sig in stream)
-            except Exception:  # a Numba without this cache interface: as if not cached
-                cached = False
+            cached = bool(stream) and all(in_disk_cache(twin, sig) for sig in stream)
         _twins_cached[0] = cached
     return bool(_twins_cached[0])
 

@@ -32,7 +32,7 @@ from typing import Any, TypeVar, cast
 import numba
 from numba.core.registry import CPUDispatcher
 
-__all__ = ["Rented", "kernel", "python_twin", "stack_kernel"]
+__all__ = ["Rented", "in_disk_cache", "kernel", "python_twin", "stack_kernel"]
 
 _Kernel = TypeVar("_Kernel", bound=Callable[..., Any])
 
@@ -85,12 +85,11 @@ def python_twin(dispatcher: Any) -> Callable[..., Any]:
     return twin
 
 
-def _in_disk_cache(dispatcher: Any, args: tuple) -> bool:
-    """Whether Numba's on-disk cache holds ``dispatcher`` compiled for ``args`` (its own first
-    step of a compile: the cache, looked up)."""
+def in_disk_cache(dispatcher: Any, signature: tuple) -> bool:
+    """Whether Numba's on-disk cache holds ``dispatcher`` compiled for ``signature`` (the types
+    of its arguments): Numba's own first step of a compile, the cache looked up, not used."""
     try:
-        sig = tuple(dispatcher.typeof_pyval(a) for a in args)
-        return dispatcher._cache.load_overload(sig, dispatcher.targetctx) is not None
+        return dispatcher._cache.load_overload(signature, dispatcher.targetctx) is not None
     except Exception:  # a Numba without this cache interface: as if not cached
         return False
 
@@ -131,8 +130,8 @@ class Rented:
         bought = self._bought.get(name)
         if bought is None:
             dispatcher = self._kernels[name]
-            bought = self._bought[name] = bool(dispatcher.signatures) or _in_disk_cache(
-                dispatcher, args)
+            bought = self._bought[name] = bool(dispatcher.signatures) or in_disk_cache(
+                dispatcher, tuple(dispatcher.typeof_pyval(a) for a in args))
         return bought or self.paid >= self.rent
 
     def pay(self, seconds: float) -> None:
@@ -142,6 +141,9 @@ class Rented:
     def _entry(self, name: str, dispatcher: Any) -> Callable[..., Any]:
         def call(*args: Any) -> Any:
             if self.ready(name, args):
+                # compiled for good (what was paid only grows, a kernel bought stays bought): later
+                # calls find the kernel itself as the attribute, without this function
+                self.__dict__[name] = dispatcher
                 return dispatcher(*args)
             t0 = time.perf_counter()
             out = python_twin(dispatcher)(*args)
