@@ -692,12 +692,14 @@ def as_a_later_session() -> None:
     """The rows time a session whose kernels are compiled (from the second session on they come
     from the on-disk cache): what this process compiles (a first run after a change) is not left
     for its serial calls to pay for before the stacks time their threads
-    (``threads.threads_ready``), and the rented recalibration's update runs compiled from the
-    start. The ``first_use`` rows measure a fresh install's first use."""
-    from river_doebe.conf import recalibrated
+    (``threads.threads_ready``), and the rented kernels (the recalibration's update, the
+    weights, a sample's standardisation) run compiled from the start. The ``first_use`` rows
+    measure a fresh install's first use."""
+    from river_doebe.conf import recalibrated  # noqa: F401 - (its rented update, to buy)
+    from river_doebe.kernels.jit import buy_all
 
     threads._ready[0] = True
-    recalibrated._UPDATE.buy()
+    buy_all()
 
 
 def _load():

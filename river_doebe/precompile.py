@@ -49,6 +49,7 @@ from river_doebe.basis import (
 from river_doebe.conf import Recalibrated
 from river_doebe.datasets import Friedman1
 from river_doebe.engine.threads import compiled
+from river_doebe.kernels.jit import buy_all
 
 __all__ = ["precompile"]
 
@@ -158,11 +159,10 @@ def precompile(threads: bool = True, warmup: int = 120, samples: int = 320,
     from a shell it is ``river-doebe compile``.
 
     """
-    # the recalibration's update is rented (run by its Python twin until it has paid for its
-    # compile, unless it is in the cache): here it is bought, so that the cache holds it
-    from river_doebe.conf import recalibrated
-
-    recalibrated._UPDATE.buy()
+    # the recalibration's update, the weights and the standardisation of a sample are rented
+    # (run by their Python twins until they have paid for their compile, unless they are in the
+    # cache): here they are bought, so that the cache holds them
+    buy_all()
     rows = _regression_rows(max(samples, warmup + 200))
     labelled = [(x, y > 14.0) for x, y in rows]  # (Friedman #1's median is about 14)
     compiles_before, seconds_before = compiled()

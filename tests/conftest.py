@@ -30,14 +30,16 @@ def find_data_dir() -> pathlib.Path | None:
 
 @pytest.fixture(autouse=True, scope="session")
 def _rented_parts_bought():
-    """The tests run as a later session does: the recalibration's update (rented:
-    ``river_doebe.kernels.jit.Rented``) compiled from its first call, whether or not this
-    checkout's on-disk cache holds it yet (a clean clone's does not). The renting itself is
-    tested with rented kernels of its own (``tests/test_conf.py``) and in fresh processes
-    (``tests/test_precompile.py``)."""
-    from river_doebe.conf import recalibrated
+    """The tests run as a later session does: the rented kernels (the recalibration's update,
+    the weights, a sample's standardisation: ``river_doebe.kernels.jit.Rented``) compiled from
+    their first call, whether or not this checkout's on-disk cache holds them yet (a clean
+    clone's does not). The renting itself is tested with rented kernels of its own
+    (``tests/test_conf.py``), by the twins' bits (``tests/test_conf.py``,
+    ``tests/test_ensemble.py``) and in fresh processes (``tests/test_precompile.py``)."""
+    from river_doebe.conf import recalibrated  # noqa: F401 - (its rented update, to buy)
+    from river_doebe.kernels.jit import buy_all
 
-    recalibrated._UPDATE.buy()
+    buy_all()
     yield
 
 

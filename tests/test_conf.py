@@ -1090,3 +1090,36 @@ def test_a_rented_kernel_runs_its_twin_until_the_rent_is_paid():
     assert np.array_equal(rented.shift(a), a + 1.0) and rented.paid == paid
     with pytest.raises(AttributeError):
         rented.missing  # noqa: B018 - the attribute look-up is the test
+
+
+def test_a_twin_on_lists_writes_back_into_the_arrays():
+    import numba
+
+    from river_doebe.kernels.jit import Rented
+
+    @numba.njit
+    def spread(v, A, out):
+        # out[i] = sum_j A[i, j] v[j]; A[i, 0] = v[i]; returns the rows
+        n, k = A.shape
+        for i in range(n):
+            acc = 0.0
+            for j in range(k):
+                acc += A[i, j] * v[j]
+            out[i] = acc
+        for i in range(n):
+            A[i, 0] = v[i] + out[i]
+        return n
+
+    rented = Rented(1e9, as_lists=True, spread=spread)
+    rng = np.random.default_rng(0)
+    v, A = rng.normal(size=3), rng.normal(size=(3, 3))
+    expected = (A.copy(), np.empty(3))
+    assert spread.py_func(v, *expected) == 3  # (NumPy's scalars: the same bits as Python's)
+    got = (A.copy(), np.empty(3))
+    assert rented.spread(v, *got) == 3 and not spread.signatures  # (run by its twin)
+    assert np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])
+    # arrays that share memory are passed as they are, so the twin sees its own writes
+    B = np.ones((3, 3))
+    assert rented.spread(B[0], B, B[:, 1]) == 3
+    C = np.ones((3, 3))
+    assert spread.py_func(C[0], C, C[:, 1]) == 3 and np.array_equal(B, C)

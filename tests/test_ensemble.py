@@ -3,6 +3,7 @@ mixtures, river compatibility."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import pickle
 
@@ -13,7 +14,7 @@ from river import compose, evaluate, preprocessing
 from scipy.special import logsumexp
 from scipy.stats import multivariate_normal, norm
 
-from river_doebe import DOBE, DOEBE, EDOEBE, SDOEBE
+from river_doebe import DOBE, DOEBE, EDOEBE, SDOEBE, EDOEBEClassifier
 from river_doebe.basis import Linear, RandomFourierFeatures
 from river_doebe.engine import edoebe_transition
 
@@ -361,3 +362,65 @@ def test_replay_window_filters_the_members_and_leaves_the_weights_uniform():
         np.testing.assert_allclose(ens.member_posterior(k)[0], alone.posterior[0], rtol=1e-12)
     with pytest.raises(RuntimeError, match="warm-up"):
         EDOEBE(n_warmup=500).replay_window(xs[:5], y[:5])
+
+
+@contextlib.contextmanager
+def _by_twins(*rented):
+    """Every kernel of the :class:`~river_doebe.kernels.jit.Rented` ``rented`` run by its Python
+    twin, as on a fresh install before the rent is paid."""
+    saved = [(r.rent, r.paid, dict(r._bought),
+              {k: r.__dict__.pop(k) for k in r._kernels if k in r.__dict__}) for r in rented]
+    for r in rented:
+        r.rent, r._bought = math.inf, dict.fromkeys(r._kernels, False)
+    try:
+        yield
+    finally:
+        for r, (rent, paid, bought, bound) in zip(rented, saved, strict=True):
+            r.rent, r.paid, r._bought = rent, paid, bought
+            r.__dict__.update(bound)
+
+
+def _everything_read(model, xs, ys, classify):
+    """Per sample, then in blocks: every number the river face gives before learning a target
+    (the weights, read after it), and the log evidence at the end."""
+    read = []
+    for x, y in zip(xs[:450], ys[:450], strict=True):
+        if classify:
+            read.append(tuple(model.predict_proba_one(x).values()))
+        else:
+            dist = model.predict_one(x, with_dist=True)
+            read.append((dist.mu, dist.sigma, model.log_density_one(x, y)))
+        model.learn_one(x, y)
+        if getattr(model, "_engine", None) is not None:
+            read.append(tuple(model.weights))
+    for i in range(450, len(xs), 64):
+        out = model.predict_learn_many(xs[i:i + 64], ys[i:i + 64], with_dist=not classify)
+        read.extend(o if classify else (o.mu, o.sigma) for o in out)
+    return read, model.log_evidence_
+
+
+@pytest.mark.parametrize("make", [
+    lambda: EDOEBE(n_warmup=150, n_samples=2, seed=0),
+    lambda: EDOEBE(n_warmup=150, n_samples=1, seed=0, weighting="stacking", stacking_rate=0.2,
+                   share=0.01),
+    lambda: EDOEBEClassifier(n_warmup=150, n_samples=1, seed=0),
+], ids=["switching", "stacking-share", "classifier"])
+def test_the_weights_and_standardisation_twins_give_the_kernels_bits(make):
+    # a fresh install runs the weights' kernels and a sample's standardisation by their Python
+    # twins until they have paid for their compile (kernels.jit.Rented): when the switch comes
+    # must change no number, so the twins give the kernels' bits (the switching step, Bayes' rule
+    # with its floor, Soft-Bayes and the fixed share, the mixture's moments, log density and
+    # probabilities, the burial of the dead, a block's weights)
+    from river_doebe.engine import core
+    from river_doebe.warmup import standardise
+
+    X, y = _static_then_drift(n_static=350, n_drift=350, seed=3)
+    xs = dicts(X)
+    model = make()
+    classify = isinstance(model, EDOEBEClassifier)
+    ys = [bool(v > np.median(y)) for v in y] if classify else y.tolist()
+    compiled = _everything_read(model, xs, ys, classify)
+    with _by_twins(core._WEIGHTS, standardise._STANDARDISE):
+        twins = _everything_read(make(), xs, ys, classify)
+        assert core._WEIGHTS.paid > 0 and standardise._STANDARDISE.paid > 0  # (the twins ran)
+    assert twins == compiled

@@ -15,6 +15,7 @@ from river_doebe.engine.members import FilterError, Member, csc_transition
 from river_doebe.engine.threads import Pace, balanced_order
 from river_doebe.engine.weighting import Weighting
 from river_doebe.kernels.gaussian import gaussian_block, gaussian_block_parallel, gaussian_update
+from river_doebe.kernels.jit import Rented
 from river_doebe.kernels.stack import (
     NEEDS_REPAIR,
     Params,
@@ -27,6 +28,7 @@ from river_doebe.kernels.stack import (
 from river_doebe.kernels.weights import (
     mixture_log_density,
     mixture_moments,
+    mixture_proba,
     share_log_weights,
     switch_log_weights,
     update_log_weights,
@@ -34,6 +36,20 @@ from river_doebe.kernels.weights import (
 )
 
 __all__ = ["Engine"]
+
+#: about what a fresh install's compile of the weights' kernels takes (those a sample calls and
+#: the block's, which compiles the others as it calls them: 2.5 s, ``benchmarks/results/engine.md``)
+WEIGHTS_COMPILE_SECONDS = 2.0
+#: the weights' steps, by their Python twins (loops over the members with ``math``'s functions:
+#: the same bits, some tens of microseconds a sample) until the twins' calls have taken
+#: ``WEIGHTS_COMPILE_SECONDS``, then compiled (at once when they are in Numba's on-disk cache):
+#: a first stream on a fresh install does not wait for a compile its samples would not pay back
+#: (see :class:`river_doebe.kernels.jit.Rented`)
+_WEIGHTS = Rented(WEIGHTS_COMPILE_SECONDS, as_lists=True, switch_log_weights=switch_log_weights,
+                  share_log_weights=share_log_weights, mixture_moments=mixture_moments,
+                  mixture_log_density=mixture_log_density, mixture_proba=mixture_proba,
+                  update_log_weights=update_log_weights, reachable=reachable,
+                  weigh_block=weigh_block)
 
 #: why a member refused a sample (the status of :func:`river_doebe.kernels.stack.predict_member`)
 _REFUSALS = {
@@ -264,18 +280,20 @@ class Engine:
         are; then the fixed share)."""
         if self.M > 1:
             if self.transition is not None:
-                switch_log_weights(self.log_w, *self.transition, self.log_prior)
+                _WEIGHTS.switch_log_weights(self.log_w, *self.transition, self.log_prior)
             else:
                 self.log_prior[:] = self.log_w
             if self.share_each > -np.inf:
-                share_log_weights(self.log_prior, self.share_keep, self.share_each)
+                _WEIGHTS.share_log_weights(self.log_prior, self.share_keep, self.share_each)
 
-    def _prepare(self, z: np.ndarray) -> None:
-        """Switch the weights and run every member's predict step for ``z`` (cached)."""
+    def _prepare(self, z: np.ndarray, switch: bool = True) -> None:
+        """Switch the weights and run every member's predict step for ``z`` (cached; without
+        ``switch``, the members' step alone, not cached: the weights for ``z`` are not made)."""
         key = z.tobytes()
         if key == self._cache_z:
             return
-        self._switch()
+        if switch:
+            self._switch()
         # a stack on the parallel sweep featurises on every thread too: the threads are awake
         # already (benchmarks/results/engine.md)
         parallel = self.M > 1 and self._pace.start(self.work, self.M)  # (a single learner: never)
@@ -296,7 +314,7 @@ class Engine:
                     f"predict this sample: {_REFUSALS[int(self.status[k])]}"
                 )
         self._predict_extra()
-        self._cache_z = key
+        self._cache_z = key if switch else None
 
     def _predict_extra(self) -> None:
         """What a likelihood adds to the predict step (the logistic engine: probit logits)."""
@@ -312,7 +330,7 @@ class Engine:
         self._prepare(z)
         if self.M == 1:
             return float(self.mean[0]), float(self.var[0])
-        return mixture_moments(self.log_prior, self.mean, self.var)
+        return _WEIGHTS.mixture_moments(self.log_prior, self.mean, self.var)
 
     def _full(self, values: np.ndarray, fill: float = np.nan) -> np.ndarray:
         """Per-row values in the members' original order (``fill`` for the dead)."""
@@ -353,7 +371,7 @@ class Engine:
     def log_density(self, z: np.ndarray, y: float) -> float:
         """Exact log density of ``y`` under the predictive mixture (before learning ``y``)."""
         self._prepare(z)
-        return mixture_log_density(self.log_prior, self.mean, self.var, y)
+        return _WEIGHTS.mixture_log_density(self.log_prior, self.mean, self.var, y)
 
     def _beyond(self, y: float, mean: float, var: float) -> bool:
         """Whether ``y`` is beyond the gate of the prediction ``(mean, var)``."""
@@ -364,7 +382,7 @@ class Engine:
         """The gate on the target of the sample just predicted: whether it is kept out (an
         isolated extreme); counts the run of extremes either way."""
         mean, var = ((float(self.mean[0]), float(self.var[0])) if self.M == 1
-                     else mixture_moments(self.log_prior, self.mean, self.var))
+                     else _WEIGHTS.mixture_moments(self.log_prior, self.mean, self.var))
         if not self._beyond(y, mean, var):
             self._extremes = 0
             return False
@@ -387,11 +405,13 @@ class Engine:
         if self._learn(z, y):
             self._bury()
 
-    def _learn(self, z: np.ndarray, y: float) -> bool:
+    def _learn(self, z: np.ndarray, y: float, weigh: bool = True) -> bool:
         """:meth:`learn` without burying the members that died (a block's row the per-sample
-        way buries them with the block's); whether the sample was learnt (not kept out)."""
-        self._prepare(z)
-        if self.gate is not None and self._kept_out(y):
+        way buries them with the block's); whether the sample was learnt (not kept out).
+        Without ``weigh`` (an ungated stack's :meth:`replay`), the members alone learn it: the
+        weights are neither switched nor updated."""
+        self._prepare(z, switch=weigh)
+        if weigh and self.gate is not None and self._kept_out(y):
             return False
         refused = self._update_members(y)
         if refused:
@@ -402,9 +422,9 @@ class Engine:
             )
         if self.M == 1:
             self.log_evidence += float(self.loglik[0])
-        else:
-            lse = update_log_weights(self.log_prior, self.loglik, self.log_rate, self.log_keep,
-                                     self.log_floor, self.new_log_w)
+        elif weigh:
+            lse = _WEIGHTS.update_log_weights(self.log_prior, self.loglik, self.log_rate,
+                                              self.log_keep, self.log_floor, self.new_log_w)
             self.log_w, self.new_log_w = self.new_log_w, self.log_w
             self.log_evidence += lse
         self.n_updates += 1
@@ -449,7 +469,7 @@ class Engine:
             if self.transition is None
             else self.transition[:2]
         )
-        if reachable(self.log_w, indptr, indices, self._reach) < self.M:
+        if _WEIGHTS.reachable(self.log_w, indptr, indices, self._reach) < self.M:
             self._compact(self._reach.copy())
 
     def _compact(self, keep: np.ndarray) -> None:
@@ -620,7 +640,7 @@ class Engine:
             raise err
         a, b = np.empty(B), np.empty(B)
         prior = np.empty((B if keep_weights else 0, M))
-        self.log_evidence = weigh_block(
+        self.log_evidence = _WEIGHTS.weigh_block(
             self.log_w, self.new_log_w, self.log_prior, self.transition is not None,
             *(self.transition if self.transition is not None else _NO_TRANSITION),
             self.log_floor, self.log_rate, self.log_keep, self.share_keep, self.share_each,
@@ -764,6 +784,13 @@ class Engine:
         # rows of a C-ordered array, as every other sample: a strided row (the warm-up's window
         # is Fortran-ordered) would compile each featurisation kernel once more, for nothing
         Z = np.ascontiguousarray(Z, dtype=np.float64)
+        if self.gate is None:
+            # the members alone learn the rows: the weights' steps would be reset below (and
+            # without a floor nothing dies); a gated stack's weights decide what it keeps out
+            for z, y in zip(Z, Y, strict=True):
+                self._learn(z, y, weigh=False)
+            self.reset_weights()
+            return
         floor = self.log_floor
         self.log_floor = -np.inf
         try:

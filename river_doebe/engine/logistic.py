@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from river_doebe._checks import check_update
-from river_doebe.engine.core import Engine
+from river_doebe.engine.core import _WEIGHTS, Engine
 from river_doebe.engine.members import Member
 from river_doebe.engine.weighting import Weighting
 from river_doebe.kernels.logistic import (
@@ -19,7 +19,6 @@ from river_doebe.kernels.logistic import (
     logistic_update_stack,
     probit_logits,
 )
-from river_doebe.kernels.weights import mixture_proba
 
 __all__ = ["LogisticEngine"]
 
@@ -71,7 +70,7 @@ class LogisticEngine(Engine):
     def predict_proba(self, z: np.ndarray) -> tuple[float, float]:
         """``(p(code 0), p(code 1))`` of the weighted stack, before learning the label of ``z``."""
         self._prepare(z)
-        return mixture_proba(self.log_prior, self.logit)
+        return _WEIGHTS.mixture_proba(self.log_prior, self.logit)
 
     def member_probas(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Each member's ``(p(code 0), p(code 1))`` as an ``(M, 2)`` array (NaN rows for dead

@@ -60,7 +60,7 @@ import numba
 import numpy as np
 from numba.core import event
 
-from river_doebe.kernels.jit import in_disk_cache
+from river_doebe.kernels.jit import in_disk_cache, twin_seconds
 
 __all__ = [
     "PARALLEL_MIN_MEMBERS",
@@ -233,6 +233,13 @@ def _parallel_sweep_cached() -> bool:
     return bool(_twins_cached[0])
 
 
+def _elsewhere() -> int:
+    """The nanoseconds this process has spent compiling the library's kernels and running the
+    Python twins of its rented ones (``kernels.jit.Rented``): time in a call that is not its
+    kernels' (a twin's rent counts toward its own compile, not also toward the threads')."""
+    return _bill.ns + int(twin_seconds() * 1e9)
+
+
 def threads_ready() -> bool:
     """Whether the stacks of this process may time their parallel kernels (and so compile
     them): once their serial calls have run as long as the library's compiles took in this
@@ -324,7 +331,7 @@ class Pace:
         now = _clock()
         if self._t0 is not None:
             self._count(now - self._t0)
-        self._t0, self._units, self._billed = now, rows, _bill.ns
+        self._t0, self._units, self._billed = now, rows, _elsewhere()
         self.calls += 1
         if not threads_ready():  # the serial kernels pay toward the twins' compile first
             return False
@@ -351,7 +358,7 @@ class Pace:
 
     # ------------------------------------------------------------------ bookkeeping
     def _count(self, elapsed: int) -> None:
-        elapsed -= _bill.ns - self._billed  # a compile during the call is not the call's time
+        elapsed -= _elsewhere() - self._billed  # (a compile or a twin: not the call's time)
         if not _ready[0]:  # a serial call before the twins may be timed: rent paid, no probe
             _paid[0] += max(elapsed, 0)
             return

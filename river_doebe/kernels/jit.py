@@ -30,9 +30,18 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 import numba
+import numpy as np
 from numba.core.registry import CPUDispatcher
 
-__all__ = ["Rented", "in_disk_cache", "kernel", "python_twin", "stack_kernel"]
+__all__ = [
+    "Rented",
+    "buy_all",
+    "in_disk_cache",
+    "kernel",
+    "python_twin",
+    "stack_kernel",
+    "twin_seconds",
+]
 
 _Kernel = TypeVar("_Kernel", bound=Callable[..., Any])
 
@@ -94,6 +103,86 @@ def in_disk_cache(dispatcher: Any, signature: tuple) -> bool:
         return False
 
 
+class _Vector(list):
+    """A 1-D array's values as a list, with the array's ``shape``: what a twin indexes."""
+
+    __slots__ = ("shape",)
+    shape: tuple[int, ...]
+
+
+class _Matrix(list):
+    """A 2-D array's rows as :class:`_Vector`, with its ``shape``, indexed by a row or by
+    ``[i, j]``."""
+
+    __slots__ = ("shape",)
+    shape: tuple[int, ...]
+
+    def __getitem__(self, key: Any) -> Any:
+        if type(key) is tuple:
+            return list.__getitem__(self, key[0])[key[1]]
+        return list.__getitem__(self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if type(key) is not tuple:
+            raise TypeError("a twin on lists writes a matrix element by element")
+        list.__getitem__(self, key[0])[key[1]] = value
+
+
+def _as_list(a: np.ndarray) -> list:
+    if a.ndim == 1:
+        v = _Vector(a.tolist())
+        v.shape = a.shape
+        return v
+    m = _Matrix()
+    for row in a.tolist():
+        r = _Vector(row)
+        r.shape = a.shape[1:]
+        m.append(r)
+    m.shape = a.shape
+    return m
+
+
+def _on_lists(twin: Callable[..., Any], args: tuple) -> Any:
+    """``twin(*args)`` with the 1-D and 2-D arrays of ``args`` as lists, written back into the
+    writable ones after the call (as they are when two of them share memory: the lists would
+    not see each other's writes)."""
+    arrays = [i for i, a in enumerate(args) if isinstance(a, np.ndarray) and 1 <= a.ndim <= 2]
+    for k, i in enumerate(arrays):
+        for j in arrays[k + 1:]:
+            if np.may_share_memory(args[i], args[j]):
+                return twin(*args)
+    lists = list(args)
+    for i in arrays:
+        lists[i] = _as_list(args[i])
+    out = twin(*lists)
+    for i in arrays:
+        if args[i].flags.writeable and args[i].size:
+            args[i][...] = lists[i]
+    return out
+
+
+#: the seconds the twins of every :class:`Rented` have run in this process (not the kernels'
+#: time: :class:`river_doebe.engine.threads.Pace` leaves it out of the sweep's)
+_twin_seconds = [0.0]
+
+
+def twin_seconds() -> float:
+    """The seconds the rented kernels' Python twins have run in this process."""
+    return _twin_seconds[0]
+
+
+#: every :class:`Rented` of the modules imported so far (what :func:`buy_all` buys)
+_ALL_RENTED: list[Rented] = []
+
+
+def buy_all() -> None:
+    """Every rented kernel of the package's modules imported so far compiled from its next call
+    on: what ``river-doebe compile`` does before it runs the models, and a benchmark or a test of
+    a later session (whose on-disk cache holds the kernels) does first."""
+    for rented in _ALL_RENTED:
+        rented.buy()
+
+
 class Rented:
     """Kernels run by their Python twins (:func:`python_twin`) until the twins' calls have
     taken as long as compiling the kernels would, then compiled: the rule of renting before
@@ -109,20 +198,28 @@ class Rented:
     rent
         Seconds of the twins' calls after which the kernels are compiled (about what their
         compile takes).
+    as_lists
+        Whether the twins take their 1-D and 2-D arrays as lists (:class:`_Vector`,
+        :class:`_Matrix`), written back into the arrays after the call: Python computes with
+        its own floats two to three times as fast as with NumPy's scalars, to the same bits.
+        For kernels that index their arrays element by element and read only their ``shape``
+        (no slices, no array methods); arrays that share memory are passed as they are.
     kernels
         The kernels (Numba dispatchers) by name; ``rented.name(*args)`` calls one (a name
         other than the methods' and attributes' below).
     """
 
-    def __init__(self, rent: float, **kernels: Any) -> None:
-        clash = set(kernels) & {"rent", "paid", "ready", "pay", "buy"}
+    def __init__(self, rent: float, *, as_lists: bool = False, **kernels: Any) -> None:
+        clash = set(kernels) & {"rent", "paid", "ready", "pay", "buy", "as_lists"}
         if clash:
             raise ValueError(f"a rented kernel cannot be named {sorted(clash)}")
         self.rent = float(rent)
         self.paid = 0.0
+        self.as_lists = bool(as_lists)
         self._kernels = kernels
         self._bought: dict[str, bool] = {}
         self._calls = {name: self._entry(name, d) for name, d in kernels.items()}
+        _ALL_RENTED.append(self)
 
     def ready(self, name: str, args: tuple) -> bool:
         """Whether the kernel ``name`` runs compiled now; ``args``: the arguments of its call
@@ -146,8 +243,16 @@ class Rented:
                 self.__dict__[name] = dispatcher
                 return dispatcher(*args)
             t0 = time.perf_counter()
-            out = python_twin(dispatcher)(*args)
-            self.pay(time.perf_counter() - t0)
+            # (a compiled kernel's arithmetic sets no floating-point warning: nor does its twin's,
+            # whose scalars may be NumPy's)
+            with np.errstate(all="ignore"):
+                if self.as_lists:
+                    out = _on_lists(python_twin(dispatcher), args)
+                else:
+                    out = python_twin(dispatcher)(*args)
+            seconds = time.perf_counter() - t0
+            self.pay(seconds)
+            _twin_seconds[0] += seconds
             return out
 
         return call

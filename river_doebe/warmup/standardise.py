@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from river_doebe.engine.members import FilterError
-from river_doebe.kernels.jit import kernel
+from river_doebe.kernels.jit import Rented, kernel
 from river_doebe.warmup import fallback
 from river_doebe.warmup.fallback import CONSTANT
 
@@ -47,6 +47,15 @@ def _standardise_one(x, cols, mean, scale, clip, signs):
         out[k] = 0.0 if z != z else z  # a missing value (NaN) standardises to 0
     return out
 
+
+
+#: about what a fresh install's compile of :func:`_standardise_one` takes (0.35 s,
+#: ``benchmarks/results/engine.md``)
+STANDARDISE_COMPILE_SECONDS = 0.35
+#: one sample's standardisation, by its Python twin (a few microseconds for a few dozen inputs,
+#: the same bits) until the twin's calls have taken ``STANDARDISE_COMPILE_SECONDS``, then compiled
+#: (at once when it is in Numba's on-disk cache; see :class:`river_doebe.kernels.jit.Rented`)
+_STANDARDISE = Rented(STANDARDISE_COMPILE_SECONDS, standardise_one=_standardise_one)
 
 @dataclass
 class Standardizer:
@@ -169,8 +178,8 @@ class Standardizer:
         and whose scale is not frozen yet counts as its sign (what its scale, frozen from this
         value, gives)."""
         if X.ndim == 1:
-            return _standardise_one(X, self.cols, self.x_mean, self.x_scale, float(self.clip),
-                                    self.centred is not None)
+            return _STANDARDISE.standardise_one(X, self.cols, self.x_mean, self.x_scale,
+                                                float(self.clip), self.centred is not None)
         # a value far beyond its scale (a late input whose first value was subnormal, then 1)
         # may overflow to inf here: the clip below is what bounds it, so that is not an error
         with np.errstate(over="ignore"):
