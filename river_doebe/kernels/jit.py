@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import time
 import types
+import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
@@ -171,8 +172,9 @@ def twin_seconds() -> float:
     return _twin_seconds[0]
 
 
-#: every :class:`Rented` of the modules imported so far (what :func:`buy_all` buys)
-_ALL_RENTED: list[Rented] = []
+#: every :class:`Rented` of the modules imported so far (what :func:`buy_all` buys; weak: a
+#: test's own rented kernels go with it)
+_ALL_RENTED: weakref.WeakSet[Rented] = weakref.WeakSet()
 
 
 def buy_all() -> None:
@@ -219,7 +221,7 @@ class Rented:
         self._kernels = kernels
         self._bought: dict[str, bool] = {}
         self._calls = {name: self._entry(name, d) for name, d in kernels.items()}
-        _ALL_RENTED.append(self)
+        _ALL_RENTED.add(self)
 
     def ready(self, name: str, args: tuple) -> bool:
         """Whether the kernel ``name`` runs compiled now; ``args``: the arguments of its call
