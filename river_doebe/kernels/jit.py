@@ -143,15 +143,21 @@ def _as_list(a: np.ndarray) -> list:
     return m
 
 
+def _owner(a: np.ndarray) -> int:
+    """The identity of the object that owns ``a``'s memory (the end of its chain of bases)."""
+    owner: Any = a
+    while isinstance(owner, np.ndarray) and owner.base is not None:
+        owner = owner.base
+    return id(owner)
+
+
 def _on_lists(twin: Callable[..., Any], args: tuple) -> Any:
     """``twin(*args)`` with the 1-D and 2-D arrays of ``args`` as lists, written back into the
-    writable ones after the call (as they are when two of them share memory: the lists would
-    not see each other's writes)."""
+    writable ones after the call (as they are when two of them are views of one owner's memory:
+    the lists would not see each other's writes)."""
     arrays = [i for i, a in enumerate(args) if isinstance(a, np.ndarray) and 1 <= a.ndim <= 2]
-    for k, i in enumerate(arrays):
-        for j in arrays[k + 1:]:
-            if np.may_share_memory(args[i], args[j]):
-                return twin(*args)
+    if len({_owner(args[i]) for i in arrays}) < len(arrays):
+        return twin(*args)
     lists = list(args)
     for i in arrays:
         lists[i] = _as_list(args[i])
@@ -205,7 +211,8 @@ class Rented:
         :class:`_Matrix`), written back into the arrays after the call: Python computes with
         its own floats two to three times as fast as with NumPy's scalars, to the same bits.
         For kernels that index their arrays element by element and read only their ``shape``
-        (no slices, no array methods); arrays that share memory are passed as they are.
+        (no slices, no array methods) and return no array of theirs; arrays that may share
+        memory (views of one owner) are passed as they are.
     kernels
         The kernels (Numba dispatchers) by name; ``rented.name(*args)`` calls one (a name
         other than the methods' and attributes' below).
