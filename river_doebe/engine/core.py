@@ -40,11 +40,11 @@ __all__ = ["Engine"]
 #: about what a fresh install's compile of the weights' kernels takes (those a sample calls and
 #: the block's, which compiles the others as it calls them: 2.5 s, ``benchmarks/results/engine.md``)
 WEIGHTS_COMPILE_SECONDS = 2.0
-#: the weights' steps, by their Python twins (loops over the members with ``math``'s functions:
-#: the same bits, some tens of microseconds a sample) until the twins' calls have taken
-#: ``WEIGHTS_COMPILE_SECONDS``, then compiled (at once when they are in Numba's on-disk cache):
-#: a first stream on a fresh install does not wait for a compile its samples would not pay back
-#: (see :class:`river_doebe.kernels.jit.Rented`)
+#: the weights' steps, by their Python twins (loops over the members with ``math``'s functions,
+#: on lists: the same bits, slower than compiled but without a compile) until the twins' calls
+#: have taken ``WEIGHTS_COMPILE_SECONDS``, then compiled (at once when they are in Numba's
+#: on-disk cache): a first stream on a fresh install does not wait for a compile its samples
+#: would not pay back (see :class:`river_doebe.kernels.jit.Rented`)
 _WEIGHTS = Rented(WEIGHTS_COMPILE_SECONDS, as_lists=True, switch_log_weights=switch_log_weights,
                   share_log_weights=share_log_weights, mixture_moments=mixture_moments,
                   mixture_log_density=mixture_log_density, mixture_proba=mixture_proba,

@@ -209,7 +209,7 @@ class Rented:
     as_lists
         Whether the twins take their 1-D and 2-D arrays as lists (:class:`_Vector`,
         :class:`_Matrix`), written back into the arrays after the call: Python computes with
-        its own floats two to three times as fast as with NumPy's scalars, to the same bits.
+        its own floats faster than with NumPy's scalars, to the same bits.
         For kernels that index their arrays element by element and read only their ``shape``
         (no slices, no array methods) and return no array of theirs; arrays that may share
         memory (views of one owner) are passed as they are.

@@ -52,9 +52,9 @@ def _standardise_one(x, cols, mean, scale, clip, signs):
 #: about what a fresh install's compile of :func:`_standardise_one` takes (0.35 s,
 #: ``benchmarks/results/engine.md``)
 STANDARDISE_COMPILE_SECONDS = 0.35
-#: one sample's standardisation, by its Python twin (a few microseconds for a few dozen inputs,
-#: the same bits) until the twin's calls have taken ``STANDARDISE_COMPILE_SECONDS``, then compiled
-#: (at once when it is in Numba's on-disk cache; see :class:`river_doebe.kernels.jit.Rented`)
+#: one sample's standardisation, by its Python twin (a loop over the inputs: the same bits)
+#: until the twin's calls have taken ``STANDARDISE_COMPILE_SECONDS``, then compiled (at once when
+#: it is in Numba's on-disk cache; see :class:`river_doebe.kernels.jit.Rented`)
 _STANDARDISE = Rented(STANDARDISE_COMPILE_SECONDS, standardise_one=_standardise_one)
 
 @dataclass
