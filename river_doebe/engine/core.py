@@ -37,8 +37,9 @@ from river_doebe.kernels.weights import (
 
 __all__ = ["Engine"]
 
-#: about what a fresh install's compile of the weights' kernels takes (those a sample calls and
-#: the block's, which compiles the others as it calls them: 2.5 s, ``benchmarks/results/engine.md``)
+#: about what a fresh install's compile of the weights' kernels takes: between those a sample
+#: calls (1.7 s) and those with the block's, which compiles them as it calls them (2.5 s;
+#: ``benchmarks/results/engine.md``)
 WEIGHTS_COMPILE_SECONDS = 2.0
 #: the weights' steps, by their Python twins (loops over the members with ``math``'s functions,
 #: on lists: the same bits, slower than compiled but without a compile) until the twins' calls
