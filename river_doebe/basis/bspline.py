@@ -83,7 +83,7 @@ def _bspline(Z, Phi, rows, n_basis, degree, lo, width, weights, n_base, shift):
                     Phi[r, i, base + f] = acc
 
 
-_bspline_kernel, _bspline_kernel_parallel = stack_kernel(_bspline)
+_bspline_kernel, _bspline_kernel_parallel = stack_kernel(_bspline, allocates=True)
 
 
 def _check_boundary(value):

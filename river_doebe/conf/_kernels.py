@@ -115,7 +115,7 @@ def mixture_pit(weights, means, variances, y):
     return scaled_mixture_pit(weights, means, variances, 1.0, 0.0, y)
 
 
-@kernel()
+@kernel(allocates=True)
 def scaled_mixture_pit(weights, means, variances, scale, shift, y):
     """``(F(y), 1 - F(y), log f(y))`` of the mixture ``sum_k w_k N(scale means_k + shift,
     scale^2 variances_k)``: a model's mixture in its standardised units, mapped back to the
@@ -217,7 +217,7 @@ def _choose_correction(state, settings, n_levels, n_windows):
     state[CSCALE] = scale
 
 
-@kernel()
+@kernel(allocates=True)
 def knots(state, settings, shape_p, segment):
     """The knots of the map for the next prediction on ``F'``'s levels, a fresh array (their
     images are fixed: 0, the levels and the interval's levels in order, 1).
@@ -269,7 +269,7 @@ def knots(state, settings, shape_p, segment):
     return ku
 
 
-@kernel()
+@kernel(allocates=True)
 def update(state, settings, shape_p, segment, rho, ku, kp, weights, means, variances, mu, sigma,
            y):
     """:func:`update_affine` of a mixture given in the target's units (``scale = 1, shift =
@@ -278,7 +278,7 @@ def update(state, settings, shape_p, segment, rho, ku, kp, weights, means, varia
                          variances, 1.0, 0.0, mu, sigma, y)
 
 
-@kernel()
+@kernel(allocates=True)
 def update_affine(state, settings, shape_p, segment, rho, ku, kp, weights, means, variances,
                   scale, shift, mu, sigma, y):
     """Learn one target ``y`` from the prediction made before it was seen: the wrapped
@@ -402,7 +402,7 @@ def _gate(state, settings, f, ku):
     state[gb + G_SLOW] = G_OWN if fast else G_MEAN
 
 
-@kernel(no_cpython_wrapper=True)
+@kernel(allocates=True, no_cpython_wrapper=True)
 def _learn_corrections(state, settings, rho, K, W, mu, sigma, y, log_f):
     z = (y - mu) / sigma
     if not (math.isfinite(z) and abs(z) < 1e150):

@@ -143,7 +143,7 @@ def slr(m, P, y, nodes, weights, g, h):
     return A, R, d
 
 
-@kernel()
+@kernel(allocates=True)
 def solve_ipl_step(a, s2, y, nodes, weights):
     """The IPL step of a member with latent predictive ``N(a, s2)`` and label ``y`` (0 or 1):
     ``(t, lam)`` as :func:`river_doebe.kernels.logistic.solve_laplace_step` returns them."""

@@ -15,6 +15,16 @@ which the package never does (about a tenth of a fresh install's compile). A fun
 kernels call (a member's step, the covariance repair) has ``no_cpython_wrapper=True`` too: it
 cannot be called from Python, and Numba does not build the code that would unbox its records.
 
+A kernel that makes no array is compiled without Numba's reference counting (its runtime's
+``_nrt`` option off). With it, every call of a member's step and every view of a stack's arrays
+(``C[m]``, ``Phi[src[m]]``) increments and later decrements the count of each array it holds,
+some seventy atomic operations a member's step, which cost a small member as much as its
+arithmetic; the arrays a kernel is given live in its caller for the whole call, so nothing needs
+the counts. A kernel that makes arrays (``np.empty``, ``np.linalg``), or returns one its callee
+made, says so (``kernel(allocates=True)``): without the runtime Numba refuses to type it
+("Only accept returning of array passed into the function as argument"). Every kernel sets the
+option itself, as Numba would otherwise give a callee its caller's.
+
 A kernel that runs once a sample on a few small arrays (the recalibration's update) may be
 *rented* (:class:`Rented`): run by its Python twin (:func:`python_twin`, the same source and
 the same bits) until those calls have taken about what its compile would, then compiled, so
@@ -50,17 +60,22 @@ _Kernel = TypeVar("_Kernel", bound=Callable[..., Any])
 _OPTIONS: dict[str, Any] = {"cache": True, "no_cfunc_wrapper": True}
 
 
-def kernel(**options: Any) -> Callable[[_Kernel], _Kernel]:
-    """``numba.njit`` with the package's options (``cache=True``, ``no_cfunc_wrapper=True``) and
-    ``options`` (typed as the decorated function, as :func:`stack_kernel`'s)."""
-    return cast(Callable[[_Kernel], _Kernel], numba.njit(**_OPTIONS, **options))
+def _options(allocates: bool) -> dict[str, Any]:
+    # ``_nrt``: Numba's runtime, whose reference counts only code that makes arrays needs
+    return {**_OPTIONS, "_nrt": bool(allocates)}
 
 
-def stack_kernel(py_func: _Kernel) -> tuple[_Kernel, _Kernel]:
-    """``(serial, parallel)``: ``py_func`` jitted with ``cache=True`` (and
-    ``no_cfunc_wrapper=True``, as every kernel of the package), and a copy of it jitted with
-    ``parallel=True`` as well."""
-    serial = numba.njit(**_OPTIONS)(py_func)
+def kernel(*, allocates: bool = False, **options: Any) -> Callable[[_Kernel], _Kernel]:
+    """``numba.njit`` with the package's options (``cache=True``, ``no_cfunc_wrapper=True``,
+    Numba's reference counting only if the kernel ``allocates`` arrays) and ``options`` (typed
+    as the decorated function, as :func:`stack_kernel`'s)."""
+    return cast(Callable[[_Kernel], _Kernel], numba.njit(**_options(allocates), **options))
+
+
+def stack_kernel(py_func: _Kernel, *, allocates: bool = False) -> tuple[_Kernel, _Kernel]:
+    """``(serial, parallel)``: ``py_func`` jitted with the options of :func:`kernel`, and a copy
+    of it jitted with ``parallel=True`` as well."""
+    serial = numba.njit(**_options(allocates))(py_func)
     twin = types.FunctionType(py_func.__code__, py_func.__globals__,
                               f"{py_func.__name__}_parallel", py_func.__defaults__,
                               py_func.__closure__)
@@ -68,7 +83,7 @@ def stack_kernel(py_func: _Kernel) -> tuple[_Kernel, _Kernel]:
     twin.__module__ = py_func.__module__
     twin.__doc__ = py_func.__doc__
     # (typed as ``py_func``: a type checker then checks every call against its argument list)
-    parallel = numba.njit(parallel=True, **_OPTIONS)(twin)
+    parallel = numba.njit(parallel=True, **_options(allocates))(twin)
     return cast(_Kernel, serial), cast(_Kernel, parallel)
 
 

@@ -331,7 +331,7 @@ def owe_update(m, f, V, s):
     s.n_filtered[m] += 1
 
 
-@kernel(no_cpython_wrapper=True)
+@kernel(allocates=True, no_cpython_wrapper=True)
 def repair_covariance(S):
     """Replace ``S`` (in place) by the nearest positive semi-definite matrix to its symmetric
     part (eigenvalues clipped at 0), exactly symmetric: a dynamic member's rare repair after

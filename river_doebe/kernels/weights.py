@@ -165,7 +165,7 @@ def mixture_moments(log_w, mean, var):
     return mu, v
 
 
-@kernel()
+@kernel(allocates=True)
 def mixture_log_density(log_w, mean, var, y):
     """Exact log density of ``y`` under the Gaussian mixture ``sum_m w_m N(mean_m, var_m)``."""
     M = log_w.shape[0]

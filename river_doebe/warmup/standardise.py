@@ -26,7 +26,7 @@ from river_doebe.warmup.fallback import CONSTANT
 __all__ = ["AsGiven", "StandardisedModel", "Standardizer", "target_is_constant"]
 
 
-@kernel(error_model="numpy")
+@kernel(allocates=True, error_model="numpy")
 def _standardise_one(x, cols, mean, scale, clip, signs):
     """:meth:`Standardizer.x` of one sample, element by element (the same operations in the
     same order as the array expressions, without their per-call overheads, which cost more than
