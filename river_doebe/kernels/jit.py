@@ -56,13 +56,10 @@ __all__ = [
 
 _Kernel = TypeVar("_Kernel", bound=Callable[..., Any])
 
-#: the Numba options of every stack kernel (a dict: Numba's type stubs omit ``no_cfunc_wrapper``)
-_OPTIONS: dict[str, Any] = {"cache": True, "no_cfunc_wrapper": True}
-
-
 def _options(allocates: bool) -> dict[str, Any]:
-    # ``_nrt``: Numba's runtime, whose reference counts only code that makes arrays needs
-    return {**_OPTIONS, "_nrt": bool(allocates)}
+    """The Numba options of every kernel (a dict: Numba's type stubs omit ``no_cfunc_wrapper``);
+    ``_nrt``: Numba's runtime, whose reference counts only code that makes arrays needs."""
+    return {"cache": True, "no_cfunc_wrapper": True, "_nrt": bool(allocates)}
 
 
 def kernel(*, allocates: bool = False, **options: Any) -> Callable[[_Kernel], _Kernel]:
