@@ -65,6 +65,7 @@ import numba
 import numpy as np
 
 from river_doebe.kernels.jit import kernel, stack_kernel
+from river_doebe.kernels.lanes import dot, dot_rows4
 
 __all__ = [
     "NEEDS_REPAIR",
@@ -103,36 +104,25 @@ NEEDS_REPAIR = 4
 
 
 @kernel(inline="always")
-def _dot(a, b, n):
-    """``sum_i a[i] b[i]`` over ``i < n`` with four fixed partial sums (same order every call)."""
-    s0 = 0.0
-    s1 = 0.0
-    s2 = 0.0
-    s3 = 0.0
-    i = 0
-    while i + 3 < n:
-        s0 += a[i] * b[i]
-        s1 += a[i + 1] * b[i + 1]
-        s2 += a[i + 2] * b[i + 2]
-        s3 += a[i + 3] * b[i + 3]
-        i += 4
-    while i < n:
-        s0 += a[i] * b[i]
-        i += 1
-    return (s0 + s1) + (s2 + s3)
-
-
-@kernel(inline="always")
 def _static_sweep(f, owes, want, phi, mu, L, fv, e, pf, alpha0, g):
     """One pass over a static member's factor ``L = U'``: apply the owed update (``pf`` = the
     ``f`` of the update, ``alpha0``, mean gain ``g``; ``alpha0 = inf``: the covariance does not
     change, only the mean), and with ``want`` write ``fv = U' phi`` for the new ``phi``."""
+    frozen = True
+    sa = 0.0
     if owes:
-        a_prev = alpha0
-        frozen = a_prev == np.inf
-        sa = math.sqrt(a_prev)
-        for i in range(f):
-            e[i] = 0.0
+        frozen = alpha0 == np.inf
+        if frozen:
+            for i in range(f):
+                e[i] = 0.0
+        else:
+            # every row's sqrt(alpha_j) first, each in e[j] until its row zeroes it: computed
+            # together the square roots overlap, where one a row would hold up that row
+            a_j = alpha0
+            for j in range(f):
+                a_j = a_j + pf[j] * pf[j]
+                e[j] = math.sqrt(a_j)
+            sa = math.sqrt(alpha0)
     for j in range(f):
         row = L[j]
         if owes:
@@ -141,18 +131,20 @@ def _static_sweep(f, owes, want, phi, mu, L, fv, e, pf, alpha0, g):
                 for i in range(j + 1):
                     e[i] += fj * row[i]
             else:
-                a_j = a_prev + fj * fj
-                sb = math.sqrt(a_j)
+                sb = e[j]
+                e[j] = 0.0
                 beta = sa / sb
                 gam = fj / (sa * sb)
                 for i in range(j + 1):
                     u = row[i]
                     row[i] = beta * u - gam * e[i]
                     e[i] += fj * u
-                a_prev = a_j
                 sa = sb
-        if want:
-            fv[j] = _dot(row, phi, j + 1)
+        if want and j % 4 == 3:
+            dot_rows4(L, j - 3, phi, fv)
+    if want:
+        for j in range(f - f % 4, f):
+            fv[j] = dot(L[j], phi, j + 1)
     if owes and g != 0.0:
         for i in range(f):
             mu[i] += e[i] * g

@@ -1,0 +1,127 @@
+"""Dot products in four fixed partial sums, the same bits on every machine, and four rows of a
+triangular matrix at a time in vector registers. Numba and llvmlite.
+
+The stack kernels sum a dot product ``a' b`` over ``i < n`` in four partial sums: element ``i``
+of the first ``4 floor(n / 4)`` goes to sum ``i mod 4``, the remaining ones to sum 0 in order,
+and the result is ``(s0 + s1) + (s2 + s3)`` (:func:`dot`). The order is fixed in the source, so
+a model gives the same numbers on every machine, whatever its vector width.
+
+Compiled as written, those four sums are four scalar chains: LLVM vectorises a sum only when it
+may reorder it (``fastmath``), and then the machine's vector width would decide the order, and
+the numbers. :func:`dot_rows4` gives four rows' dot products with the same vector ``b``, each
+bit for bit :func:`dot`, with the four partial sums of a row held as the four lanes of one
+vector register (written in LLVM's IR, :func:`_lanes4`): each lane multiplies and adds exactly
+as the scalar code does (IEEE arithmetic lane by lane, no reordering, no fused multiply-add),
+and the four rows give four independent vector sums, which keep the floating-point units busy
+where one chain would wait for each addition in turn. A static member's prediction is such a
+product for every row of its triangular factor (:func:`river_doebe.kernels.stack.predict_member`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, cast
+
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.extending import intrinsic
+
+from river_doebe.kernels.jit import kernel
+
+__all__ = ["dot", "dot_rows4"]
+
+
+@kernel(inline="always")
+def dot(a, b, n):
+    """``sum_i a[i] b[i]`` over ``i < n`` in four fixed partial sums (same order every call)."""
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    i = 0
+    while i + 3 < n:
+        s0 += a[i] * b[i]
+        s1 += a[i + 1] * b[i + 1]
+        s2 += a[i + 2] * b[i + 2]
+        s3 += a[i + 3] * b[i + 3]
+        i += 4
+    while i < n:
+        s0 += a[i] * b[i]
+        i += 1
+    return (s0 + s1) + (s2 + s3)
+
+
+def _contiguous(ty: Any, ndim: int) -> bool:
+    return (isinstance(ty, types.Array) and ty.ndim == ndim and ty.layout == "C"
+            and ty.dtype == types.float64)
+
+
+def _lanes4_typed(typingctx, L, j0, b):
+    """The four partial sums of :func:`dot` of each of the rows ``j0, ..., j0 + 3`` of ``L``
+    with ``b`` over ``i < j0`` (``j0`` a multiple of 4): 16 floats, row by row. ``L`` (2-D) and
+    ``b`` (1-D) are C-contiguous float64 arrays; the caller keeps every index in bounds."""
+    if not (_contiguous(L, 2) and _contiguous(b, 1) and isinstance(j0, types.Integer)):
+        return None
+    sig = types.UniTuple(types.float64, 16)(L, j0, b)
+
+    def codegen(context, builder, signature, args):
+        L_type, j0_type, b_type = signature.args
+        L_arr = context.make_array(L_type)(context, builder, args[0])
+        b_arr = context.make_array(b_type)(context, builder, args[2])
+        start = context.cast(builder, args[1], j0_type, types.intp)
+        intp = start.type
+        lanes = ir.VectorType(ir.DoubleType(), 4)
+        shape = cgutils.unpack_tuple(builder, L_arr.shape, 2)
+        strides = cgutils.unpack_tuple(builder, L_arr.strides, 2)
+        rows = [cgutils.get_item_pointer2(context, builder, L_arr.data, shape, strides, "C",
+                                          [builder.add(start, ir.Constant(intp, r)),
+                                           ir.Constant(intp, 0)])
+                for r in range(4)]
+        sums = [cgutils.alloca_once_value(builder, ir.Constant(lanes, [0.0] * 4))
+                for _ in range(4)]
+
+        def load(pointer, i):
+            return builder.load(builder.bitcast(builder.gep(pointer, [i]), lanes.as_pointer()),
+                                align=8)
+
+        n_steps = builder.ashr(start, ir.Constant(intp, 2))
+        with cgutils.for_range(builder, n_steps) as loop:
+            i = builder.shl(loop.index, ir.Constant(intp, 2))
+            bi = load(b_arr.data, i)
+            for r in range(4):
+                builder.store(builder.fadd(builder.load(sums[r]),
+                                           builder.fmul(load(rows[r], i), bi)), sums[r])
+        out = [builder.extract_element(builder.load(sums[r]), ir.Constant(ir.IntType(32), k))
+               for r in range(4) for k in range(4)]
+        return context.make_tuple(builder, signature.return_type, out)
+
+    return sig, codegen
+
+
+#: (cast for mypy: Numba's stub types an intrinsic's call with the typing context first)
+_lanes4 = cast(Callable[..., tuple[float, ...]], intrinsic(_lanes4_typed))
+
+
+@kernel(inline="always")
+def dot_rows4(L, j0, b, out):
+    """``out[j0 + k] = dot(L[j0 + k], b, j0 + k + 1)`` for ``k < 4`` (``j0`` a multiple of 4;
+    ``L`` and ``b`` C-contiguous float64 arrays): the products with ``b`` of four consecutive
+    rows of a lower-triangular ``L``, bit for bit :func:`dot`."""
+    a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3, d0, d1, d2, d3 = _lanes4(L, j0, b)
+    # the elements from j0 on: each row's remaining steps of dot, in dot's order
+    i = j0
+    r0, r1, r2, r3 = L[j0], L[j0 + 1], L[j0 + 2], L[j0 + 3]
+    a0 += r0[i] * b[i]
+    b0 += r1[i] * b[i]
+    b0 += r1[i + 1] * b[i + 1]
+    c0 += r2[i] * b[i]
+    c0 += r2[i + 1] * b[i + 1]
+    c0 += r2[i + 2] * b[i + 2]
+    d0 += r3[i] * b[i]
+    d1 += r3[i + 1] * b[i + 1]
+    d2 += r3[i + 2] * b[i + 2]
+    d3 += r3[i + 3] * b[i + 3]
+    out[j0] = (a0 + a1) + (a2 + a3)
+    out[j0 + 1] = (b0 + b1) + (b2 + b3)
+    out[j0 + 2] = (c0 + c1) + (c2 + c3)
+    out[j0 + 3] = (d0 + d1) + (d2 + d3)
