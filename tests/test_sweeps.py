@@ -1,0 +1,179 @@
+"""The member sweeps (``river_doebe.kernels.stack``) take a static member's square roots ahead
+of its rows and its dot products four rows at a time in vector lanes
+(``river_doebe.kernels.lanes``): the same bits as the row-by-row sweep with scalar sums that
+the formulas of ``kernels/stack.py`` describe."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numba.core.errors import TypingError
+
+from river_doebe.kernels.lanes import dot, dot_rows4
+from river_doebe.kernels.stack import Params, State, flush_stack, predict_stack
+
+hypothesis = pytest.importorskip("hypothesis")
+st = hypothesis.strategies
+
+
+def _scalar_rows(L, b, n):
+    """Every row's :func:`dot` with its own length, as the stack kernels took them before."""
+    return np.array([dot(L[j], b, j + 1) for j in range(n)])
+
+
+def _lane_rows(L, b, n):
+    out = np.full(L.shape[0], np.nan)
+    for j0 in range(0, n - n % 4, 4):
+        dot_rows4(L, j0, b, out)
+    for j in range(n - n % 4, n):
+        out[j] = dot(L[j], b, j + 1)
+    return out[:n]
+
+
+@hypothesis.settings(max_examples=80, deadline=None)
+@hypothesis.given(
+    n=st.integers(1, 41),
+    pad=st.integers(0, 5),
+    scale=st.sampled_from([1e-300, 1e-8, 1.0, 1e8, 1e150]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_four_rows_in_lanes_give_the_scalar_bits(n, pad, scale, seed):
+    """Every row length, zero padding beyond the member's features (``F_max > F``), magnitudes
+    where the order of the sums shows in the last bits, and sums that overflow."""
+    rng = np.random.default_rng(seed)
+    L = np.zeros((n + pad, n + pad))
+    L[:n, :n] = np.tril(rng.standard_normal((n, n)) * scale)
+    b = np.zeros(n + pad)
+    b[:n] = rng.standard_normal(n) * rng.choice([1e-3, 1.0, 1e3], n)
+    assert np.array_equal(_lane_rows(L, b, n), _scalar_rows(L, b, n), equal_nan=True)
+
+
+def test_non_finite_values_pass_through_each_lane_as_in_the_scalar_sum():
+    n = 12
+    L = np.tril(np.ones((n, n)))
+    b = np.ones(n)
+    L[9, 2] = np.inf
+    L[10, 5] = np.nan
+    L[11, 3] = np.inf
+    L[11, 7] = -np.inf
+    assert np.array_equal(_lane_rows(L, b, n), _scalar_rows(L, b, n), equal_nan=True)
+
+
+def test_a_strided_array_is_refused_when_typed():
+    """The lanes load four neighbouring elements at once: only C-contiguous rows will do."""
+    L = np.tril(np.ones((8, 16)))[:, ::2]
+    with pytest.raises(TypingError):
+        dot_rows4(L, 0, np.ones(8), np.zeros(8))
+
+
+# ------------------------------------------------------------------ the sweeps, row by row
+
+
+def _dot4(a, b, n):
+    """:func:`dot` in Python: four partial sums, the tail into the first."""
+    s = [0.0, 0.0, 0.0, 0.0]
+    i = 0
+    while i + 3 < n:
+        for k in range(4):
+            s[k] += float(a[i + k]) * float(b[i + k])
+        i += 4
+    while i < n:
+        s[0] += float(a[i]) * float(b[i])
+        i += 1
+    return (s[0] + s[1]) + (s[2] + s[3])
+
+
+def _static_rows(f, want, phi, mu, L, fv, pf, alpha0, g):
+    """Carlson's step row after row, then ``U' phi`` (the owed update applied)."""
+    e = np.zeros(f)
+    frozen = alpha0 == np.inf
+    a_prev = alpha0
+    sa = np.sqrt(a_prev)
+    for j in range(f):
+        row = L[j]
+        fj = pf[j]
+        if frozen:
+            e[:j + 1] += fj * row[:j + 1]
+        else:
+            a_j = a_prev + fj * fj
+            sb = np.sqrt(a_j)
+            beta, gam = sa / sb, fj / (sa * sb)
+            u = row[:j + 1].copy()
+            row[:j + 1] = beta * u - gam * e[:j + 1]
+            e[:j + 1] += fj * u
+            a_prev, sa = a_j, sb
+    if want:
+        for j in range(f):
+            fv[j] = _dot4(L[j], phi, j + 1)
+    if g != 0.0:
+        mu[:f] += e * g
+
+
+def _dynamic_rows(f, want, phi, S, v, pu, rw):
+    """``Sigma += rw I - pu pu'`` row after row, each row then added to ``v = Sigma_pred phi``."""
+    if want:
+        v[:f] = rw * phi[:f]
+    for j in range(f):
+        row = S[j]
+        row[:f] -= pu[j] * pu[:f]
+        row[j] += rw
+        if want and phi[j] != 0.0:
+            v[:f] += row[:f] * phi[j]
+
+
+def _stack(rng, F, static, frozen):
+    M, Fm = len(F), max(F) + 1
+    C = np.zeros((M, Fm, Fm))
+    mu, pvec = np.zeros((M, Fm)), np.zeros((M, Fm))
+    for m, f in enumerate(F):
+        A = rng.standard_normal((f, f))
+        C[m, :f, :f] = np.tril(A) if static[m] else A @ A.T + f * np.eye(f)
+        pvec[m, :f] = rng.standard_normal(f) * (0.3 if static[m] else 0.1)
+        mu[m, :f] = rng.standard_normal(f)
+    alpha0 = np.where(frozen, np.inf, rng.uniform(0.05, 2.0, M))
+    state = State(mu, C, pvec, alpha0, rng.standard_normal(M), np.ones(M, dtype=np.bool_),
+                  np.zeros(M, dtype=np.int64))
+    params = Params(np.array(F, dtype=np.int64), np.array(static), np.where(static, 0.0, 1e-3),
+                    np.ones(M), np.full(M, 0.25))
+    return params, state
+
+
+@hypothesis.settings(max_examples=60, deadline=None)
+@hypothesis.given(
+    F=st.lists(st.integers(1, 14), min_size=1, max_size=5),
+    kinds=st.lists(st.sampled_from(["static", "frozen", "dynamic"]), min_size=5, max_size=5),
+    zeros=st.lists(st.booleans(), min_size=15, max_size=15),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_the_sweeps_give_the_row_by_row_bits(F, kinds, zeros, seed):
+    """Every feature count around the rows' groups of four, static members with a Gaussian step and
+    frozen ones (the logistic step whose curvature vanished), dynamic members, and features that
+    are exactly 0 (a sparse input): the predict sweep and the flush give the row-by-row bits."""
+    rng = np.random.default_rng(seed)
+    kinds = kinds[:len(F)]
+    static = [k != "dynamic" for k in kinds]
+    params, state = _stack(rng, F, static, [k == "frozen" for k in kinds])
+    M, Fm = state.mu.shape
+    Phi = rng.standard_normal((1, Fm)) * np.where(zeros[:Fm], 0.0, 1.0)
+    ref = State(*(a.copy() for a in state))
+    flushed = State(*(a.copy() for a in state))
+
+    V, E = np.zeros((M, Fm)), np.zeros((M, Fm))
+    status = np.zeros(M, dtype=np.int64)
+    predict_stack(np.arange(M, dtype=np.int64), Phi, np.zeros(M, dtype=np.int64), tuple(params),
+                  tuple(state), V, E, np.zeros(M), np.zeros(M), status, None)
+    flush_stack(tuple(params), tuple(flushed), np.zeros((M, Fm)))
+
+    V_ref = np.zeros((M, Fm))
+    for m, f in enumerate(F):
+        if static[m]:
+            _static_rows(f, True, Phi[0], ref.mu[m], ref.C[m], V_ref[m], ref.pvec[m],
+                         ref.alpha0[m], ref.pg[m])
+        else:
+            # (a dynamic member's mean moved when it learnt, not in the sweep)
+            _dynamic_rows(f, True, Phi[0], ref.C[m], V_ref[m], ref.pvec[m], 1e-3)
+    assert not status.any()
+    for got in (state, flushed):
+        assert np.array_equal(got.C, ref.C)
+        assert np.array_equal(got.mu, ref.mu)
+    assert np.array_equal(V, V_ref)
