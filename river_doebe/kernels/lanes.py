@@ -56,18 +56,22 @@ def _contiguous(ty: Any, ndim: int) -> bool:
             and ty.dtype == types.float64)
 
 
-def _lanes4_typed(typingctx, L, j0, b):
-    """The four partial sums of :func:`dot` of each of the rows ``j0, ..., j0 + 3`` of ``L``
-    with ``b`` over ``i < j0`` (``j0`` a multiple of 4): 16 floats, row by row. ``L`` (2-D) and
-    ``b`` (1-D) are C-contiguous float64 arrays; the caller keeps every index in bounds."""
-    if not (_contiguous(L, 2) and _contiguous(b, 1) and isinstance(j0, types.Integer)):
+def _dot_rows4_typed(typingctx, L, j0, b, out):
+    """:func:`dot_rows4`: the elements below ``j0`` with the four partial sums of each row in
+    the lanes of one vector, the rest as :func:`dot` takes them. ``L`` (2-D), ``b`` and
+    ``out`` (1-D) are C-contiguous float64 arrays; the caller keeps every index in bounds. (All
+    of it in LLVM's IR: as Numba code the tail and the sums took Numba longer to compile than
+    the rest of a member's step, ``benchmarks/results/engine.md``.)"""
+    if not (_contiguous(L, 2) and _contiguous(b, 1) and _contiguous(out, 1)
+            and isinstance(j0, types.Integer)):
         return None
-    sig = types.UniTuple(types.float64, 16)(L, j0, b)
+    sig = types.void(L, j0, b, out)
 
     def codegen(context, builder, signature, args):
-        L_type, j0_type, b_type = signature.args
+        L_type, j0_type, b_type, out_type = signature.args
         L_arr = context.make_array(L_type)(context, builder, args[0])
-        b_arr = context.make_array(b_type)(context, builder, args[2])
+        b_data = context.make_array(b_type)(context, builder, args[2]).data
+        out_data = context.make_array(out_type)(context, builder, args[3]).data
         start = context.cast(builder, args[1], j0_type, types.intp)
         intp = start.type
         lanes = ir.VectorType(ir.DoubleType(), 4)
@@ -84,22 +88,35 @@ def _lanes4_typed(typingctx, L, j0, b):
             return builder.load(builder.bitcast(builder.gep(pointer, [i]), lanes.as_pointer()),
                                 align=8)
 
+        def product(r, k):  # L[j0 + r, j0 + k] * b[j0 + k]
+            i = builder.add(start, ir.Constant(intp, k))
+            return builder.fmul(builder.load(builder.gep(rows[r], [i])),
+                                builder.load(builder.gep(b_data, [i])))
+
         n_steps = builder.ashr(start, ir.Constant(intp, 2))
         with cgutils.for_range(builder, n_steps) as loop:
             i = builder.shl(loop.index, ir.Constant(intp, 2))
-            bi = load(b_arr.data, i)
+            bi = load(b_data, i)
             for r in range(4):
                 builder.store(builder.fadd(builder.load(sums[r]),
                                            builder.fmul(load(rows[r], i), bi)), sums[r])
-        out = [builder.extract_element(builder.load(sums[r]), ir.Constant(ir.IntType(32), k))
-               for r in range(4) for k in range(4)]
-        return context.make_tuple(builder, signature.return_type, out)
+        for r in range(4):
+            s = [builder.extract_element(builder.load(sums[r]), ir.Constant(ir.IntType(32), k))
+                 for k in range(4)]
+            if r == 3:  # a row of j0 + 4 elements: one more step of dot's four sums
+                s = [builder.fadd(s[k], product(r, k)) for k in range(4)]
+            else:  # the r + 1 elements left, into the first sum in order
+                for k in range(r + 1):
+                    s[0] = builder.fadd(s[0], product(r, k))
+            total = builder.fadd(builder.fadd(s[0], s[1]), builder.fadd(s[2], s[3]))
+            builder.store(total, builder.gep(out_data, [builder.add(start, ir.Constant(intp, r))]))
+        return context.get_dummy_value()
 
     return sig, codegen
 
 
 #: (cast for mypy: Numba's stub types an intrinsic's call with the typing context first)
-_lanes4 = cast(Callable[..., tuple[float, ...]], intrinsic(_lanes4_typed))
+_dot_rows4 = cast(Callable[..., None], intrinsic(_dot_rows4_typed))
 
 
 @kernel(inline="always")
@@ -107,21 +124,4 @@ def dot_rows4(L, j0, b, out):
     """``out[j0 + k] = dot(L[j0 + k], b, j0 + k + 1)`` for ``k < 4`` (``j0`` a multiple of 4;
     ``L`` and ``b`` C-contiguous float64 arrays): the products with ``b`` of four consecutive
     rows of a lower-triangular ``L``, bit for bit :func:`dot`."""
-    a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3, d0, d1, d2, d3 = _lanes4(L, j0, b)
-    # the elements from j0 on: each row's remaining steps of dot, in dot's order
-    i = j0
-    r0, r1, r2, r3 = L[j0], L[j0 + 1], L[j0 + 2], L[j0 + 3]
-    a0 += r0[i] * b[i]
-    b0 += r1[i] * b[i]
-    b0 += r1[i + 1] * b[i + 1]
-    c0 += r2[i] * b[i]
-    c0 += r2[i + 1] * b[i + 1]
-    c0 += r2[i + 2] * b[i + 2]
-    d0 += r3[i] * b[i]
-    d1 += r3[i + 1] * b[i + 1]
-    d2 += r3[i + 2] * b[i + 2]
-    d3 += r3[i + 3] * b[i + 3]
-    out[j0] = (a0 + a1) + (a2 + a3)
-    out[j0 + 1] = (b0 + b1) + (b2 + b3)
-    out[j0 + 2] = (c0 + c1) + (c2 + c3)
-    out[j0 + 3] = (d0 + d1) + (d2 + d3)
+    _dot_rows4(L, j0, b, out)
