@@ -10,11 +10,12 @@ Compiled as written, those four sums are four scalar chains: LLVM vectorises a s
 may reorder it (``fastmath``), and then the machine's vector width would decide the order, and
 the numbers. :func:`dot_rows4` gives four rows' dot products with the same vector ``b``, each
 bit for bit :func:`dot`, with the four partial sums of a row held as the four lanes of one
-vector register (written in LLVM's IR, :func:`_lanes4`): each lane multiplies and adds exactly
-as the scalar code does (IEEE arithmetic lane by lane, no reordering, no fused multiply-add),
-and the four rows give four independent vector sums, which keep the floating-point units busy
-where one chain would wait for each addition in turn. A static member's prediction is such a
-product for every row of its triangular factor (:func:`river_doebe.kernels.stack.predict_member`).
+vector register (written in LLVM's IR through a Numba intrinsic): each lane multiplies and
+adds exactly as the scalar code does (IEEE arithmetic lane by lane, no reordering, no fused
+multiply-add), and the four rows give four independent vector sums, which keep the
+floating-point units busy where one chain would wait for each addition in turn. A static
+member's prediction is such a product for every row of its triangular factor
+(:func:`river_doebe.kernels.stack.predict_member`).
 """
 
 from __future__ import annotations
@@ -122,6 +123,6 @@ _dot_rows4 = cast(Callable[..., None], intrinsic(_dot_rows4_typed))
 @kernel(inline="always")
 def dot_rows4(L, j0, b, out):
     """``out[j0 + k] = dot(L[j0 + k], b, j0 + k + 1)`` for ``k < 4`` (``j0`` a multiple of 4;
-    ``L`` and ``b`` C-contiguous float64 arrays): the products with ``b`` of four consecutive
-    rows of a lower-triangular ``L``, bit for bit :func:`dot`."""
+    ``L``, ``b`` and ``out`` C-contiguous float64 arrays): the products with ``b`` of four
+    consecutive rows of a lower-triangular ``L``, bit for bit :func:`dot`."""
     _dot_rows4(L, j0, b, out)
