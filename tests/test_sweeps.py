@@ -69,22 +69,9 @@ def test_a_strided_array_is_refused_when_typed():
 # ------------------------------------------------------------------ the sweeps, row by row
 
 
-def _dot4(a, b, n):
-    """:func:`dot` in Python: four partial sums, the tail into the first."""
-    s = [0.0, 0.0, 0.0, 0.0]
-    i = 0
-    while i + 3 < n:
-        for k in range(4):
-            s[k] += float(a[i + k]) * float(b[i + k])
-        i += 4
-    while i < n:
-        s[0] += float(a[i]) * float(b[i])
-        i += 1
-    return (s[0] + s[1]) + (s[2] + s[3])
-
-
-def _static_rows(f, want, phi, mu, L, fv, pf, alpha0, g):
-    """Carlson's step row after row, then ``U' phi`` (the owed update applied)."""
+def _static_rows(f, phi, mu, L, fv, pf, alpha0, g):
+    """Carlson's step row after row, then ``U' phi`` (the owed update applied), each row's
+    product in :func:`dot`'s order."""
     e = np.zeros(f)
     frozen = alpha0 == np.inf
     a_prev = alpha0
@@ -102,22 +89,20 @@ def _static_rows(f, want, phi, mu, L, fv, pf, alpha0, g):
             row[:j + 1] = beta * u - gam * e[:j + 1]
             e[:j + 1] += fj * u
             a_prev, sa = a_j, sb
-    if want:
-        for j in range(f):
-            fv[j] = _dot4(L[j], phi, j + 1)
+    for j in range(f):
+        fv[j] = dot(L[j], phi, j + 1)
     if g != 0.0:
         mu[:f] += e * g
 
 
-def _dynamic_rows(f, want, phi, S, v, pu, rw):
+def _dynamic_rows(f, phi, S, v, pu, rw):
     """``Sigma += rw I - pu pu'`` row after row, each row then added to ``v = Sigma_pred phi``."""
-    if want:
-        v[:f] = rw * phi[:f]
+    v[:f] = rw * phi[:f]
     for j in range(f):
         row = S[j]
         row[:f] -= pu[j] * pu[:f]
         row[j] += rw
-        if want and phi[j] != 0.0:
+        if phi[j] != 0.0:
             v[:f] += row[:f] * phi[j]
 
 
@@ -167,11 +152,11 @@ def test_the_sweeps_give_the_row_by_row_bits(F, kinds, zeros, seed):
     V_ref = np.zeros((M, Fm))
     for m, f in enumerate(F):
         if static[m]:
-            _static_rows(f, True, Phi[0], ref.mu[m], ref.C[m], V_ref[m], ref.pvec[m],
+            _static_rows(f, Phi[0], ref.mu[m], ref.C[m], V_ref[m], ref.pvec[m],
                          ref.alpha0[m], ref.pg[m])
         else:
             # (a dynamic member's mean moved when it learnt, not in the sweep)
-            _dynamic_rows(f, True, Phi[0], ref.C[m], V_ref[m], ref.pvec[m], 1e-3)
+            _dynamic_rows(f, Phi[0], ref.C[m], V_ref[m], ref.pvec[m], 1e-3)
     assert not status.any()
     for got in (state, flushed):
         assert np.array_equal(got.C, ref.C)
