@@ -9,6 +9,17 @@ stream unless the thread count is set (:class:`river_doebe.engine.threads.Pace`)
 Numba's on-disk cache files a compiled function under its qualified name, so the parallel twin
 is a copy of the function under the name ``<name>_parallel``: each has its own cache entry.
 
+**The on-disk cache and the callees' sources.** Numba files a compiled kernel under a hash of
+the source file that defines it, and compiles into it every jitted function it calls, from
+whatever file: a kernel whose own file did not change is loaded from the cache with the code of
+its callees as they were when it was compiled. A kernel of ``gaussian.py`` then runs the member
+step of an older ``stack.py`` (this happened: a developer's tree ran a block path a third slower
+than its source, and the same happens to a user whose upgrade leaves a file unchanged beside the
+old cache files, which no uninstall removes). Every kernel here is therefore cached by
+:class:`KernelCache`, whose stamp covers the sources of every module of its package that
+defines jitted code (:func:`kernel_sources`): a change to any of them compiles the kernels
+again.
+
 Every kernel of the package is jitted with ``no_cfunc_wrapper=True``: Numba otherwise compiles
 a C-callable wrapper of each function as well, for passing it as a first-class function value,
 which the package never does (about a tenth of a fresh install's compile). A function that only
@@ -34,21 +45,29 @@ pay back.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import re
+import sys
 import time
 import types
 import weakref
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import numba
 import numpy as np
+from numba.core.caching import CompileResultCacheImpl, FunctionCache
 from numba.core.registry import CPUDispatcher
 
 __all__ = [
+    "KernelCache",
     "Rented",
     "buy_all",
     "in_disk_cache",
     "kernel",
+    "kernel_sources",
     "python_twin",
     "stack_kernel",
     "twin_seconds",
@@ -56,23 +75,107 @@ __all__ = [
 
 _Kernel = TypeVar("_Kernel", bound=Callable[..., Any])
 
+#: a module that defines jitted code imports Numba or this module, and has a decorator of
+#: this package's or of Numba's at the start of a line, a ``stack_kernel`` assignment or a call
+#: of ``numba.njit`` (this module's own)
+_IMPORTS_JIT = (b"import numba", b"from numba", b"kernels.jit import")
+_DEFINES_JIT = re.compile(
+    rb"^[ \t]*@(?:kernel|njit|numba\.njit|jit|numba\.jit|intrinsic|overload\w*\(|"
+    rb"register_jitable)\b|=[ \t]*stack_kernel\(|numba\.njit\(", re.M)
+
+
+def kernel_sources(root: Path) -> list[Path]:
+    """The source files whose changes recompile the kernels of the package at ``root`` (its
+    directory; a module that is a single file: that file): every module of it that defines
+    jitted code, which any kernel of it may call."""
+    if root.is_file():
+        return [root]
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_bytes()
+        if any(marker in text for marker in _IMPORTS_JIT) and _DEFINES_JIT.search(text):
+            found.append(path)
+    return found
+
+
+@functools.cache
+def _sources_digest(root: Path) -> bytes:
+    sha = hashlib.sha256()
+    for path in kernel_sources(root):
+        sha.update(path.relative_to(root.parent).as_posix().encode() + b"\0")
+        sha.update(hashlib.sha256(path.read_bytes()).digest())
+    return sha.digest()
+
+
+def _package_root(py_func: Callable[..., Any]) -> Path | None:
+    """The directory of the top-level package that ``py_func``'s module belongs to (or the
+    module's file, for a module outside a package); ``None`` when there is no file."""
+    top = sys.modules.get(py_func.__module__.partition(".")[0])
+    paths = list(getattr(top, "__path__", None) or [])
+    if paths:
+        return Path(paths[0]).resolve()
+    file = getattr(top, "__file__", None)
+    return Path(file).resolve() if file else None
+
+
+class _StampedLocator:
+    """A Numba cache locator whose source stamp is its own and the digest of the package's
+    kernel sources; everything else is the locator's."""
+
+    def __init__(self, locator: Any, digest: bytes) -> None:
+        self._locator = locator
+        self._digest = digest
+
+    def get_source_stamp(self) -> Any:
+        return (self._locator.get_source_stamp(), self._digest)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._locator, name)
+
+
+class _KernelCacheImpl(CompileResultCacheImpl):
+    def __init__(self, py_func: Callable[..., Any]) -> None:
+        super().__init__(py_func)
+        root = _package_root(py_func)
+        digest = _sources_digest(root) if root is not None and root.exists() else b""
+        self._locator = _StampedLocator(self._locator, digest)
+
+
+class KernelCache(FunctionCache):
+    """Numba's on-disk cache of a function (``cache=True``), whose entries are also stale when
+    a module of the function's package that defines jitted code has changed since (Numba looks
+    at the function's own file only): an entry compiled with another version of a callee is
+    compiled again rather than loaded."""
+
+    _impl_class = _KernelCacheImpl
+
+
+def _cached(dispatcher: Any) -> Any:
+    """``dispatcher`` with its on-disk cache (what ``cache=True`` would give it, but a
+    :class:`KernelCache`)."""
+    dispatcher._cache = KernelCache(dispatcher.py_func)
+    return dispatcher
+
+
 def _options(allocates: bool) -> dict[str, Any]:
     """The Numba options of every kernel (a dict: Numba's type stubs omit ``no_cfunc_wrapper``);
-    ``_nrt``: Numba's runtime, whose reference counts only code that makes arrays needs."""
-    return {"cache": True, "no_cfunc_wrapper": True, "_nrt": bool(allocates)}
+    ``_nrt``: Numba's runtime, whose reference counts only code that makes arrays needs. (The
+    on-disk cache is not one of them: :func:`_cached` gives it.)"""
+    return {"no_cfunc_wrapper": True, "_nrt": bool(allocates)}
 
 
 def kernel(*, allocates: bool = False, **options: Any) -> Callable[[_Kernel], _Kernel]:
-    """``numba.njit`` with the package's options (``cache=True``, ``no_cfunc_wrapper=True``,
-    Numba's reference counting only if the kernel ``allocates`` arrays) and ``options`` (typed
-    as the decorated function, as :func:`stack_kernel`'s)."""
-    return cast(Callable[[_Kernel], _Kernel], numba.njit(**_options(allocates), **options))
+    """``numba.njit`` with the package's options (cached on disk by :class:`KernelCache`,
+    ``no_cfunc_wrapper=True``, Numba's reference counting only if the kernel ``allocates``
+    arrays) and ``options`` (typed as the decorated function, as :func:`stack_kernel`'s)."""
+    jit = numba.njit(**_options(allocates), **options)
+    return cast(Callable[[_Kernel], _Kernel], lambda py_func: _cached(jit(py_func)))
 
 
 def stack_kernel(py_func: _Kernel, *, allocates: bool = False) -> tuple[_Kernel, _Kernel]:
     """``(serial, parallel)``: ``py_func`` jitted with the options of :func:`kernel`, and a copy
     of it jitted with ``parallel=True`` as well."""
-    serial = numba.njit(**_options(allocates))(py_func)
+    serial = _cached(numba.njit(**_options(allocates))(py_func))
     twin = types.FunctionType(py_func.__code__, py_func.__globals__,
                               f"{py_func.__name__}_parallel", py_func.__defaults__,
                               py_func.__closure__)
@@ -80,7 +183,7 @@ def stack_kernel(py_func: _Kernel, *, allocates: bool = False) -> tuple[_Kernel,
     twin.__module__ = py_func.__module__
     twin.__doc__ = py_func.__doc__
     # (typed as ``py_func``: a type checker then checks every call against its argument list)
-    parallel = numba.njit(parallel=True, **_options(allocates))(twin)
+    parallel = _cached(numba.njit(parallel=True, **_options(allocates))(twin))
     return cast(_Kernel, serial), cast(_Kernel, parallel)
 
 
