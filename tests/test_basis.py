@@ -186,6 +186,52 @@ def test_rbf_formula():
     np.testing.assert_allclose(basis.featurize(Z), expected, rtol=1e-13)
 
 
+
+def test_rbf_kernel_sums_each_centre_in_the_inputs_order():
+    """The stack kernel adds each input's term to all the centres' sums at once (a loop along
+    the centres): each centre's sum must still be the one taken input after input, to the bit
+    (the features, hence every later number, do not depend on how the loop runs)."""
+    rng = np.random.default_rng(7)
+    D, n_centres = 7, 13
+    Z = rng.normal(size=(9, D)) * 3.0
+    C = rng.normal(size=(n_centres, D))
+    ls = rng.uniform(0.3, 3.0, size=D)
+    basis = RBFNetwork(n_centres=n_centres, lengthscale=tuple(ls), centres=C)
+    basis.featurize(Z)  # (initialises the basis)
+    inv = basis._inv_ls
+    for z in Z:
+        expected = []
+        for c in range(n_centres):
+            acc = 0.0
+            for d in range(D):
+                u = (float(z[d]) - float(C[c, d])) * float(inv[d])
+                acc += u * u
+            expected.append(math.exp(-0.5 * acc))
+        assert basis.featurize_one(z).tolist() == expected
+
+
+
+@pytest.mark.parametrize("kernel", ["se", "matern32"])
+def test_rff_kernel_sums_each_frequency_in_the_inputs_order(kernel):
+    """As the RBF network's: the stack kernel sums all frequencies input after input, and each
+    frequency's sum must be the one taken input after input, its sine and cosine in its pair of
+    slots, to the bit."""
+    rng = np.random.default_rng(8)
+    D = 6
+    Z = rng.normal(size=(9, D)) * 2.0
+    basis = RandomFourierFeatures(n_frequencies=11, lengthscale=0.7, kernel=kernel, seed=3)
+    basis.featurize(Z)  # (initialises the basis)
+    W, s = basis._W, float(basis._scale)
+    for z in Z:
+        expected = []
+        for h in range(W.shape[0]):
+            a = 0.0
+            for d in range(D):
+                a += float(W[h, d]) * float(z[d])
+            expected += [s * math.sin(a), s * math.cos(a)]
+        assert basis.featurize_one(z).tolist() == expected
+
+
 # ---------------------------------------------------------------------------------- faces agree
 @pytest.mark.parametrize("basis", _fitted_examples(), ids=lambda b: type(b).__name__)
 def test_featurize_matches_kernel_and_transform_one(basis):

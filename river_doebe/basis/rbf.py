@@ -21,20 +21,29 @@ from river_doebe.kernels.jit import stack_kernel
 __all__ = ["RBFNetwork"]
 
 
-def _rbf(Z, Phi, rows, centres, inv_ls, n_set, n_centres):
+def _rbf(Z, Phi, rows, centres_t, inv_ls, n_set, n_centres):
+    # the centres come transposed, (member, input, centre): each input's term is added to
+    # every centre's sum in one contiguous loop over the centres, which LLVM vectorises; a sum
+    # over the inputs one centre at a time is a chain of dependent additions. Each centre's sum
+    # still adds its terms in the inputs' order, so the features are the same to the bit.
     B, D = Z.shape
     for kt in numba.prange(rows.shape[0] * B):  # (member, row) pairs: even runs per thread
         k, t = kt // B, kt % B
-        r = rows[k]
+        out = Phi[rows[k], t]
         m = n_set[k]
         for c in range(m):
-            acc = 0.0
-            for d in range(D):
-                u = (Z[t, d] - centres[k, c, d]) * inv_ls[k, d]
-                acc += u * u
-            Phi[r, t, c] = np.exp(-0.5 * acc)
+            out[c] = 0.0
+        for d in range(D):
+            z = Z[t, d]
+            scale = inv_ls[k, d]
+            centre_d = centres_t[k, d]
+            for c in range(m):
+                u = (z - centre_d[c]) * scale
+                out[c] += u * u
+        for c in range(m):
+            out[c] = np.exp(-0.5 * out[c])
         for c in range(m, n_centres[k]):
-            Phi[r, t, c] = 0.0
+            out[c] = 0.0
 
 
 _rbf_kernel, _rbf_kernel_parallel = stack_kernel(_rbf)
@@ -252,7 +261,7 @@ class RBFNetwork(Basis):
 
     def _params(self):
         return (
-            self._centres,
+            self._centres.T,  # (input, centre): the kernel's loop runs along the centres
             self._inv_ls,
             np.array(self._n_set, dtype=np.int64),
             np.array(int(self.n_centres), dtype=np.int64),

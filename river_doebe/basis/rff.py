@@ -27,18 +27,29 @@ _SAMPLERS = ("mc", "qmc")
 _U_CLIP = 1e-12
 
 
-def _rff(Z, Phi, rows, W, n_freq, scale):
+def _rff(Z, Phi, rows, W_t, n_freq, scale):
+    # the frequencies come transposed, (member, input, frequency): each input's term is added
+    # to every frequency's sum in one contiguous loop (which LLVM vectorises), the sums kept in
+    # the row's first slots; then each sum becomes its sine and cosine, from the last frequency
+    # down so that no sum is overwritten before it is read. Each sum adds its terms in the
+    # inputs' order, so the features are the same to the bit as one frequency at a time.
     B, D = Z.shape
     for kt in numba.prange(rows.shape[0] * B):  # (member, row) pairs: even runs per thread
         k, t = kt // B, kt % B
-        r = rows[k]
+        out = Phi[rows[k], t]
         s = scale[k]
-        for h in range(n_freq[k]):
-            a = 0.0
-            for d in range(D):
-                a += W[k, h, d] * Z[t, d]
-            Phi[r, t, 2 * h] = s * np.sin(a)
-            Phi[r, t, 2 * h + 1] = s * np.cos(a)
+        H = n_freq[k]
+        for h in range(H):
+            out[h] = 0.0
+        for d in range(D):
+            z = Z[t, d]
+            w = W_t[k, d]
+            for h in range(H):
+                out[h] += w[h] * z
+        for h in range(H - 1, -1, -1):
+            a = out[h]
+            out[2 * h] = s * np.sin(a)
+            out[2 * h + 1] = s * np.cos(a)
 
 
 _rff_kernel, _rff_kernel_parallel = stack_kernel(_rff)
@@ -286,7 +297,7 @@ class RandomFourierFeatures(Basis):
 
     def _params(self):
         return (
-            self._W,
+            self._W.T,  # (input, frequency): the kernel's loop runs along the frequencies
             np.array(int(self.n_frequencies), dtype=np.int64),
             np.array(self._scale, dtype=np.float64),
         )
