@@ -186,7 +186,6 @@ def test_rbf_formula():
     np.testing.assert_allclose(basis.featurize(Z), expected, rtol=1e-13)
 
 
-
 def test_rbf_kernel_sums_each_centre_in_the_inputs_order():
     """The stack kernel adds each input's term to all the centres' sums at once (a loop along
     the centres): each centre's sum must still be the one taken input after input, to the bit
@@ -208,7 +207,6 @@ def test_rbf_kernel_sums_each_centre_in_the_inputs_order():
                 acc += u * u
             expected.append(math.exp(-0.5 * acc))
         assert basis.featurize_one(z).tolist() == expected
-
 
 
 @pytest.mark.parametrize("kernel", ["se", "matern32"])

@@ -19,17 +19,20 @@ import river_doebe
 from river_doebe.kernels.jit import KernelCache, kernel, kernel_sources
 
 
-def _kernels() -> dict[str, CPUDispatcher]:
-    """Every Numba function of the package's modules, by qualified name."""
-    found = {}
+def _module_values() -> list:
+    """Every top-level value of the package's modules."""
+    values = []
     for info in pkgutil.walk_packages(river_doebe.__path__, "river_doebe."):
         if ".distributed" in info.name:  # (Ray: no kernel there, and a slow import)
             continue
-        module = importlib.import_module(info.name)
-        for value in vars(module).values():
-            if isinstance(value, CPUDispatcher):
-                found[f"{value.py_func.__module__}.{value.py_func.__qualname__}"] = value
-    return found
+        values.extend(vars(importlib.import_module(info.name)).values())
+    return values
+
+
+def _kernels() -> dict[str, CPUDispatcher]:
+    """Every Numba function of the package's modules, by qualified name."""
+    return {f"{value.py_func.__module__}.{value.py_func.__qualname__}": value
+            for value in _module_values() if isinstance(value, CPUDispatcher)}
 
 
 def test_every_kernel_sets_its_reference_counting_itself():
@@ -80,10 +83,7 @@ def test_every_kernel_is_cached_against_the_sources_it_can_call():
     outside = sorted(name for name, d in kernels.items()
                      if Path(d.py_func.__code__.co_filename).resolve() not in sources)
     assert not outside
-    intrinsics = [value for info in pkgutil.walk_packages(river_doebe.__path__, "river_doebe.")
-                  if ".distributed" not in info.name
-                  for value in vars(importlib.import_module(info.name)).values()
-                  if isinstance(value, _Intrinsic)]
+    intrinsics = [value for value in _module_values() if isinstance(value, _Intrinsic)]
     assert intrinsics
     assert all(Path(i._defn.__code__.co_filename).resolve() in sources for i in intrinsics)
     # and no module without jitted code (a docstring's word, ``typing.overload``)
