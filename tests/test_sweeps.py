@@ -1,5 +1,6 @@
 """The member sweeps (``river_doebe.kernels.stack``) take a static member's square roots ahead
-of its rows and its dot products four rows at a time in vector lanes
+of its rows, its dot products four rows at a time in vector lanes and, with an owed update,
+each row's step of Carlson's update and its product together in vector lanes
 (``river_doebe.kernels.lanes``): the same bits as the row-by-row sweep with scalar sums that
 the formulas of ``kernels/stack.py`` describe."""
 
@@ -9,11 +10,21 @@ import numpy as np
 import pytest
 from numba.core.errors import TypingError
 
-from river_doebe.kernels.lanes import dot, dot_rows4
+from river_doebe.kernels.lanes import carlson_dot, dot, dot_rows4
 from river_doebe.kernels.stack import Params, State, flush_stack, predict_stack
 
 hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies
+
+
+#: rows of every length ``n`` (and ``pad`` entries beyond), with magnitudes ``scale`` where the
+#: order of the sums shows in the last bits and where they overflow
+_ROWS = dict(
+    n=st.integers(1, 41),
+    pad=st.integers(0, 5),
+    scale=st.sampled_from([1e-300, 1e-8, 1.0, 1e8, 1e150]),
+    seed=st.integers(0, 2**32 - 1),
+)
 
 
 def _scalar_rows(L, b, n):
@@ -31,12 +42,7 @@ def _lane_rows(L, b, n):
 
 
 @hypothesis.settings(max_examples=80, deadline=None)
-@hypothesis.given(
-    n=st.integers(1, 41),
-    pad=st.integers(0, 5),
-    scale=st.sampled_from([1e-300, 1e-8, 1.0, 1e8, 1e150]),
-    seed=st.integers(0, 2**32 - 1),
-)
+@hypothesis.given(**_ROWS)
 def test_four_rows_in_lanes_give_the_scalar_bits(n, pad, scale, seed):
     """Every row length, zero padding beyond the member's features (``F_max > F``), magnitudes
     where the order of the sums shows in the last bits, and sums that overflow."""
@@ -64,6 +70,45 @@ def test_a_strided_array_is_refused_when_typed():
     L = np.tril(np.ones((8, 16)))[:, ::2]
     with pytest.raises(TypingError):
         dot_rows4(L, 0, np.ones(8), np.zeros(8))
+    with pytest.raises(TypingError):
+        carlson_dot(L[0], 4, np.ones(8), 0.5, 0.9, 0.1, np.ones(8))
+
+
+@hypothesis.settings(max_examples=80, deadline=None)
+@hypothesis.given(**_ROWS)
+def test_a_carlson_row_in_lanes_gives_the_scalar_bits(n, pad, scale, seed):
+    """One row's step of Carlson's update with its product, against the step entry by entry
+    and :func:`dot`: every length, entries beyond ``n`` left alone, magnitudes where the order of
+    the sums shows in the last bits, and products that overflow."""
+    rng = np.random.default_rng(seed)
+    row = rng.standard_normal(n + pad) * scale
+    e = rng.standard_normal(n + pad) * scale
+    b = rng.standard_normal(n + pad) * rng.choice([1e-3, 1.0, 1e3], n + pad)
+    fj, beta, gam = rng.standard_normal(3)
+    row_ref, e_ref = row.copy(), e.copy()
+    for i in range(n):
+        u = row_ref[i]
+        row_ref[i] = beta * u - gam * e_ref[i]
+        e_ref[i] += fj * u
+    got = carlson_dot(row, n, e, fj, beta, gam, b)
+    want = dot(row_ref, b, n)
+    assert np.array_equal(got, want, equal_nan=True)
+    assert np.array_equal(row, row_ref) and np.array_equal(e, e_ref)
+
+
+def test_non_finite_values_pass_through_a_carlson_row_as_in_the_scalar_step():
+    n = 11
+    row, e, b = np.ones(n), np.ones(n), np.ones(n)
+    row[2], e[5], b[9], row[10] = np.inf, np.nan, -np.inf, -np.inf
+    row_ref, e_ref = row.copy(), e.copy()
+    for i in range(n):
+        u = row_ref[i]
+        row_ref[i] = 0.5 * u - 0.25 * e_ref[i]
+        e_ref[i] += 2.0 * u
+    got = carlson_dot(row, n, e, 2.0, 0.5, 0.25, b)
+    assert np.array_equal(got, dot(row_ref, b, n), equal_nan=True)
+    assert np.array_equal(row, row_ref, equal_nan=True)
+    assert np.array_equal(e, e_ref, equal_nan=True)
 
 
 # ------------------------------------------------------------------ the sweeps, row by row

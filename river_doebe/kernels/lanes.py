@@ -16,6 +16,12 @@ multiply-add), and the four rows give four independent vector sums, which keep t
 floating-point units busy where one chain would wait for each addition in turn. A static
 member's prediction is such a product for every row of its triangular factor
 (:func:`river_doebe.kernels.stack.predict_member`).
+
+When the sweep also applies a static member's owed update, :func:`carlson_dot` does one row's
+step of Carlson's update and that row's product together, four entries at a time: the row is
+read and written once, and its product, whose four partial sums are the lanes of one vector,
+comes with it. Each entry of the row and of the running vector ``e`` takes the scalar step's
+operations (lane by lane, in the same order, without fused multiply-adds).
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from numba.extending import intrinsic
 
 from river_doebe.kernels.jit import kernel
 
-__all__ = ["dot", "dot_rows4"]
+__all__ = ["carlson_dot", "dot", "dot_rows4"]
 
 
 @kernel(inline="always")
@@ -126,3 +132,81 @@ def dot_rows4(L, j0, b, out):
     ``L``, ``b`` and ``out`` C-contiguous float64 arrays): the products with ``b`` of four
     consecutive rows of a lower-triangular ``L``, bit for bit :func:`dot`."""
     _dot_rows4(L, j0, b, out)
+
+
+def _splat(builder: Any, lanes: Any, x: Any) -> Any:
+    """The vector of ``lanes`` whose every lane is ``x``."""
+    vector = ir.Constant(lanes, ir.Undefined)
+    for k in range(lanes.count):
+        vector = builder.insert_element(vector, x, ir.Constant(ir.IntType(32), k))
+    return vector
+
+
+def _carlson_dot_typed(typingctx, row, n, e, fj, beta, gam, b):
+    """:func:`carlson_dot`: the first ``4 floor(n / 4)`` entries four at a time in the lanes of
+    a vector (the product's four partial sums in the lanes of another), the rest one at a time
+    into the first sum, in order. ``row``, ``e`` and ``b`` are C-contiguous float64 arrays; the
+    caller keeps ``n`` within each."""
+    if not (_contiguous(row, 1) and _contiguous(e, 1) and _contiguous(b, 1)
+            and isinstance(n, types.Integer)
+            and all(isinstance(t, types.Float) for t in (fj, beta, gam))):
+        return None
+    sig = types.float64(row, n, e, fj, beta, gam, b)
+
+    def codegen(context, builder, signature, args):
+        row_type, n_type, e_type = signature.args[:3]
+        row_data = context.make_array(row_type)(context, builder, args[0]).data
+        e_data = context.make_array(e_type)(context, builder, args[2]).data
+        b_data = context.make_array(signature.args[6])(context, builder, args[6]).data
+        count = context.cast(builder, args[1], n_type, types.intp)
+        f_j, beta_j, gam_j = (context.cast(builder, args[k], signature.args[k], types.float64)
+                              for k in (3, 4, 5))
+        intp = count.type
+        lanes = ir.VectorType(ir.DoubleType(), 4)
+        f_v, beta_v, gam_v = (_splat(builder, lanes, x) for x in (f_j, beta_j, gam_j))
+
+        def at(pointer, i, vector):
+            pointer = builder.gep(pointer, [i])
+            return builder.bitcast(pointer, lanes.as_pointer()) if vector else pointer
+
+        def step(i, vector, f, beta, gam):
+            """Entry (or entries) ``i``: the row's new value, ``e`` moved on; returns the new
+            value's product with ``b``."""
+            align = 8 if vector else None
+            u = builder.load(at(row_data, i, vector), align=align)
+            e_i = builder.load(at(e_data, i, vector), align=align)
+            new = builder.fsub(builder.fmul(beta, u), builder.fmul(gam, e_i))
+            builder.store(new, at(row_data, i, vector), align=align)
+            builder.store(builder.fadd(e_i, builder.fmul(f, u)), at(e_data, i, vector),
+                          align=align)
+            return builder.fmul(new, builder.load(at(b_data, i, vector), align=align))
+
+        sums = cgutils.alloca_once_value(builder, ir.Constant(lanes, [0.0] * 4))
+        n_steps = builder.ashr(count, ir.Constant(intp, 2))
+        with cgutils.for_range(builder, n_steps) as loop:
+            i = builder.shl(loop.index, ir.Constant(intp, 2))
+            builder.store(builder.fadd(builder.load(sums), step(i, True, f_v, beta_v, gam_v)),
+                          sums)
+        s = [builder.extract_element(builder.load(sums), ir.Constant(ir.IntType(32), k))
+             for k in range(4)]
+        first = cgutils.alloca_once_value(builder, s[0])
+        done = builder.shl(n_steps, ir.Constant(intp, 2))
+        with cgutils.for_range(builder, builder.sub(count, done)) as loop:
+            term = step(builder.add(done, loop.index), False, f_j, beta_j, gam_j)
+            builder.store(builder.fadd(builder.load(first), term), first)
+        return builder.fadd(builder.fadd(builder.load(first), s[1]), builder.fadd(s[2], s[3]))
+
+    return sig, codegen
+
+
+#: (cast for mypy, as :data:`_dot_rows4`)
+_carlson_dot = cast(Callable[..., float], intrinsic(_carlson_dot_typed))
+
+
+@kernel(inline="always")
+def carlson_dot(row, n, e, fj, beta, gam, b):
+    """One row of Carlson's step on its first ``n`` entries (``row[i] = beta row[i] - gam
+    e[i]``, then ``e[i] += fj row[i]`` with the row's old value), returning the new row's
+    :func:`dot` with ``b``; the same bits as the step entry by entry followed by :func:`dot`.
+    ``row``, ``e`` and ``b``: C-contiguous float64 arrays."""
+    return _carlson_dot(row, n, e, fj, beta, gam, b)

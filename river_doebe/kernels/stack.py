@@ -65,7 +65,7 @@ import numba
 import numpy as np
 
 from river_doebe.kernels.jit import kernel, stack_kernel
-from river_doebe.kernels.lanes import dot, dot_rows4
+from river_doebe.kernels.lanes import carlson_dot, dot, dot_rows4
 
 __all__ = [
     "NEEDS_REPAIR",
@@ -108,43 +108,44 @@ def _static_sweep(f, owes, want, phi, mu, L, fv, e, pf, alpha0, g):
     """One pass over a static member's factor ``L = U'``: apply the owed update (``pf`` = the
     ``f`` of the update, ``alpha0``, mean gain ``g``; ``alpha0 = inf``: the covariance does not
     change, only the mean), and with ``want`` write ``fv = U' phi`` for the new ``phi``."""
-    frozen = True
-    sa = 0.0
-    if owes:
-        frozen = alpha0 == np.inf
-        if frozen:
-            for i in range(f):
-                e[i] = 0.0
-        else:
-            # every row's sqrt(alpha_j) first, each in e[j] until its row zeroes it: computed
-            # together the square roots overlap, where one a row would hold up that row
-            a_j = alpha0
-            for j in range(f):
-                a_j = a_j + pf[j] * pf[j]
-                e[j] = math.sqrt(a_j)
-            sa = math.sqrt(alpha0)
-    for j in range(f):
-        row = L[j]
-        if owes:
+    if owes and alpha0 != np.inf:
+        # every row's sqrt(alpha_j) first, each in e[j] until its row zeroes it: computed
+        # together the square roots overlap, where one a row would hold up that row
+        a_j = alpha0
+        for j in range(f):
+            a_j = a_j + pf[j] * pf[j]
+            e[j] = math.sqrt(a_j)
+        sa = math.sqrt(alpha0)
+        for j in range(f):
+            row = L[j]
             fj = pf[j]
-            if frozen:
-                for i in range(j + 1):
-                    e[i] += fj * row[i]
+            sb = e[j]
+            e[j] = 0.0
+            beta = sa / sb
+            gam = fj / (sa * sb)
+            if want:  # the row's step and its product with phi in one pass
+                fv[j] = carlson_dot(row, j + 1, e, fj, beta, gam, phi)
             else:
-                sb = e[j]
-                e[j] = 0.0
-                beta = sa / sb
-                gam = fj / (sa * sb)
                 for i in range(j + 1):
                     u = row[i]
                     row[i] = beta * u - gam * e[i]
                     e[i] += fj * u
-                sa = sb
-        if want and j % 4 == 3:
-            dot_rows4(L, j - 3, phi, fv)
-    if want:
-        for j in range(f - f % 4, f):
-            fv[j] = dot(L[j], phi, j + 1)
+            sa = sb
+    else:
+        if owes:  # the covariance stays: the mean's e = U U' pf alone
+            for i in range(f):
+                e[i] = 0.0
+        for j in range(f):
+            if owes:
+                row = L[j]
+                fj = pf[j]
+                for i in range(j + 1):
+                    e[i] += fj * row[i]
+            if want and j % 4 == 3:
+                dot_rows4(L, j - 3, phi, fv)
+        if want:
+            for j in range(f - f % 4, f):
+                fv[j] = dot(L[j], phi, j + 1)
     if owes and g != 0.0:
         for i in range(f):
             mu[i] += e[i] * g
