@@ -132,7 +132,7 @@ def _static_sweep(f, owes, want, phi, mu, L, fv, e, pf, alpha0, g):
                     e[i] += fj * u
             sa = sb
     else:
-        if owes:  # the covariance stays: the mean's e = U U' pf alone
+        if owes:  # the covariance stays: only the mean's step e = U f (= Sigma phi)
             for i in range(f):
                 e[i] = 0.0
         for j in range(f):
