@@ -1,8 +1,8 @@
 """The member sweeps (``river_doebe.kernels.stack``) take a static member's square roots ahead
 of its rows, its dot products four rows at a time in vector lanes and, with an owed update,
-each row's step of Carlson's update and its product together in vector lanes
-(``river_doebe.kernels.lanes``): the same bits as the row-by-row sweep with scalar sums that
-the formulas of ``kernels/stack.py`` describe."""
+each row's step of Carlson's update and its product together in vector lanes, and a dynamic
+member's rows four at a time (``river_doebe.kernels.lanes``): the same bits as the row-by-row
+sweep with scalar sums that the formulas of ``kernels/stack.py`` describe."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from numba.core.errors import TypingError
 
-from river_doebe.kernels.lanes import carlson_dot, dot, dot_rows4
+from river_doebe.kernels.lanes import carlson_dot, dot, dot_rows4, dynamic_rows4
 from river_doebe.kernels.stack import Params, State, flush_stack, predict_stack
 
 hypothesis = pytest.importorskip("hypothesis")
@@ -109,6 +109,33 @@ def test_non_finite_values_pass_through_a_carlson_row_as_in_the_scalar_step():
     assert np.array_equal(got, dot(row_ref, b, n), equal_nan=True)
     assert np.array_equal(row, row_ref, equal_nan=True)
     assert np.array_equal(e, e_ref, equal_nan=True)
+
+
+@hypothesis.settings(max_examples=80, deadline=None)
+@hypothesis.given(**_ROWS, j0=st.integers(0, 9), signed_zeros=st.booleans())
+def test_four_dynamic_rows_in_lanes_give_the_row_by_row_bits(n, pad, scale, seed, j0,
+                                                             signed_zeros):
+    """Four rows of a dynamic member's owed update and product against the rows one at a time:
+    every group of four within every length, rows beyond them untouched, and entries whose
+    update leaves a signed zero (the diagonal's lane is selected, not added to the others)."""
+    j0 *= 4
+    n = max(n, j0 + 4)
+    rng = np.random.default_rng(seed)
+    S = rng.standard_normal((n + pad, n + pad)) * scale
+    pu = rng.standard_normal(n + pad) * np.sqrt(scale)
+    phi = rng.standard_normal(n + pad) * rng.choice([1e-3, 1.0, 1e3], n + pad)
+    v = rng.standard_normal(n + pad)
+    if signed_zeros:  # entries that the update leaves at -0.0
+        S[j0:j0 + 4, : n // 2] = -0.0
+        pu[: n // 2] = 0.0
+    S_ref, v_ref = S.copy(), v.copy()
+    for j in range(j0, j0 + 4):
+        S_ref[j, :n] -= pu[j] * pu[:n]
+        S_ref[j, j] += 1e-3
+        v_ref[:n] += S_ref[j, :n] * phi[j]
+    dynamic_rows4(S, j0, n, pu, phi, v, 1e-3)
+    assert np.array_equal(S, S_ref) and np.array_equal(v, v_ref)
+    assert np.array_equal(np.signbit(S), np.signbit(S_ref))
 
 
 # ------------------------------------------------------------------ the sweeps, row by row

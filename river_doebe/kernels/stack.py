@@ -65,7 +65,7 @@ import numba
 import numpy as np
 
 from river_doebe.kernels.jit import kernel, stack_kernel
-from river_doebe.kernels.lanes import carlson_dot, dot, dot_rows4
+from river_doebe.kernels.lanes import carlson_dot, dot, dot_rows4, dynamic_rows4
 
 __all__ = [
     "NEEDS_REPAIR",
@@ -159,18 +159,24 @@ def _dynamic_sweep(f, owes, want, phi, S, v, pu, rw):
     if want:
         for i in range(f):
             v[i] = rw * phi[i]
-    for j in range(f):
-        row = S[j]
-        if owes:
-            uj = pu[j]
-            for i in range(f):
-                row[i] -= uj * pu[i]
-            row[j] += rw
-        if want:
-            pj = phi[j]
-            if pj != 0.0:
+    for j0 in range(0, f, 4):
+        if (owes and want and j0 + 4 <= f and phi[j0] != 0.0 and phi[j0 + 1] != 0.0
+                and phi[j0 + 2] != 0.0 and phi[j0 + 3] != 0.0):
+            dynamic_rows4(S, j0, f, pu, phi, v, rw)
+            continue
+        # a row with a zero feature adds nothing to v (a sparse input), nor its rounding
+        for j in range(j0, min(j0 + 4, f)):
+            row = S[j]
+            if owes:
+                uj = pu[j]
                 for i in range(f):
-                    v[i] += row[i] * pj
+                    row[i] -= uj * pu[i]
+                row[j] += rw
+            if want:
+                pj = phi[j]
+                if pj != 0.0:
+                    for i in range(f):
+                        v[i] += row[i] * pj
 
 
 @kernel(inline="always")
