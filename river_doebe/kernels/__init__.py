@@ -6,8 +6,8 @@ stack; the engine (:mod:`river_doebe.engine`) only sequences the calls.
 - :mod:`~river_doebe.kernels.stack`: the covariance forms (a square root for static members, the
   covariance itself for dynamic ones), the predict sweep and the lazily applied updates;
 - :mod:`~river_doebe.kernels.lanes`: the sweep's dot products in four fixed partial sums, four
-  rows at a time in vector registers, and a static member's row of Carlson's step with its
-  product in one pass (the same bits on every machine);
+  rows at a time in vector registers, a static member's row of Carlson's step with its product
+  in one pass, and a dynamic member's rows four at a time (the same bits on every machine);
 - :mod:`~river_doebe.kernels.gaussian` and :mod:`~river_doebe.kernels.logistic`: the two
   likelihoods side by side, each turning a target into per-member log-likelihoods and the gain and
   curvature of the update it records;
