@@ -70,6 +70,35 @@ def _contiguous(ty: Any, ndim: int) -> bool:
             and ty.dtype == types.float64)
 
 
+#: four float64 lanes: a vector register of the intrinsics below
+_LANES = ir.VectorType(ir.DoubleType(), 4)
+
+
+def _splat(builder: Any, x: Any) -> Any:
+    """The vector of :data:`_LANES` whose every lane is the float64 ``x``."""
+    vector = ir.Constant(_LANES, ir.Undefined)
+    for k in range(_LANES.count):
+        vector = builder.insert_element(vector, x, ir.Constant(ir.IntType(32), k))
+    return vector
+
+
+def _vector_at(builder: Any, pointer: Any, i: Any) -> Any:
+    """A pointer to entries ``i`` to ``i + 3`` of the float64 entries at ``pointer``, as one
+    vector of :data:`_LANES` (loaded and stored with ``align=8``: any entry may start it)."""
+    return builder.bitcast(builder.gep(pointer, [i]), _LANES.as_pointer())
+
+
+def _row_pointers(context: Any, builder: Any, array: Any, start: Any, n: int) -> list:
+    """Pointers to the first entry of rows ``start`` to ``start + n - 1`` of the C-contiguous
+    2-D ``array`` (Numba's array structure); no bounds are checked."""
+    shape = cgutils.unpack_tuple(builder, array.shape, 2)
+    strides = cgutils.unpack_tuple(builder, array.strides, 2)
+    zero = ir.Constant(start.type, 0)
+    return [cgutils.get_item_pointer2(context, builder, array.data, shape, strides, "C",
+                                      [builder.add(start, ir.Constant(start.type, r)), zero])
+            for r in range(n)]
+
+
 def _dot_rows4_typed(typingctx, L, j0, b, out):
     """:func:`dot_rows4`: the elements below ``j0`` with the four partial sums of each row in
     the lanes of one vector, the rest as :func:`dot` takes them. ``L`` (2-D), ``b`` and
@@ -88,19 +117,12 @@ def _dot_rows4_typed(typingctx, L, j0, b, out):
         out_data = context.make_array(out_type)(context, builder, args[3]).data
         start = context.cast(builder, args[1], j0_type, types.intp)
         intp = start.type
-        lanes = ir.VectorType(ir.DoubleType(), 4)
-        shape = cgutils.unpack_tuple(builder, L_arr.shape, 2)
-        strides = cgutils.unpack_tuple(builder, L_arr.strides, 2)
-        rows = [cgutils.get_item_pointer2(context, builder, L_arr.data, shape, strides, "C",
-                                          [builder.add(start, ir.Constant(intp, r)),
-                                           ir.Constant(intp, 0)])
-                for r in range(4)]
-        sums = [cgutils.alloca_once_value(builder, ir.Constant(lanes, [0.0] * 4))
+        rows = _row_pointers(context, builder, L_arr, start, 4)
+        sums = [cgutils.alloca_once_value(builder, ir.Constant(_LANES, [0.0] * 4))
                 for _ in range(4)]
 
         def load(pointer, i):
-            return builder.load(builder.bitcast(builder.gep(pointer, [i]), lanes.as_pointer()),
-                                align=8)
+            return builder.load(_vector_at(builder, pointer, i), align=8)
 
         def product(r, k):  # L[j0 + r, j0 + k] * b[j0 + k]
             i = builder.add(start, ir.Constant(intp, k))
@@ -141,14 +163,6 @@ def dot_rows4(L, j0, b, out):
     _dot_rows4(L, j0, b, out)
 
 
-def _splat(builder: Any, lanes: Any, x: Any) -> Any:
-    """The vector of ``lanes`` whose every lane is ``x``."""
-    vector = ir.Constant(lanes, ir.Undefined)
-    for k in range(lanes.count):
-        vector = builder.insert_element(vector, x, ir.Constant(ir.IntType(32), k))
-    return vector
-
-
 def _carlson_dot_typed(typingctx, row, n, e, fj, beta, gam, b):
     """:func:`carlson_dot`: the first ``4 floor(n / 4)`` entries four at a time in the lanes of
     a vector (the product's four partial sums in the lanes of another), the rest one at a time
@@ -169,12 +183,10 @@ def _carlson_dot_typed(typingctx, row, n, e, fj, beta, gam, b):
         f_j, beta_j, gam_j = (context.cast(builder, args[k], signature.args[k], types.float64)
                               for k in (3, 4, 5))
         intp = count.type
-        lanes = ir.VectorType(ir.DoubleType(), 4)
-        f_v, beta_v, gam_v = (_splat(builder, lanes, x) for x in (f_j, beta_j, gam_j))
+        f_v, beta_v, gam_v = (_splat(builder, x) for x in (f_j, beta_j, gam_j))
 
         def at(pointer, i, vector):
-            pointer = builder.gep(pointer, [i])
-            return builder.bitcast(pointer, lanes.as_pointer()) if vector else pointer
+            return _vector_at(builder, pointer, i) if vector else builder.gep(pointer, [i])
 
         def step(i, vector, f, beta, gam):
             """Entry (or entries) ``i``: the row's new value, ``e`` moved on; returns the new
@@ -188,7 +200,7 @@ def _carlson_dot_typed(typingctx, row, n, e, fj, beta, gam, b):
                           align=align)
             return builder.fmul(new, builder.load(at(b_data, i, vector), align=align))
 
-        sums = cgutils.alloca_once_value(builder, ir.Constant(lanes, [0.0] * 4))
+        sums = cgutils.alloca_once_value(builder, ir.Constant(_LANES, [0.0] * 4))
         n_steps = builder.ashr(count, ir.Constant(intp, 2))
         with cgutils.for_range(builder, n_steps) as loop:
             i = builder.shl(loop.index, ir.Constant(intp, 2))
@@ -242,32 +254,20 @@ def _dynamic_rows4_typed(typingctx, S, j0, f, pu, phi, v, rw):
         rw = context.cast(builder, args[6], rw_type, types.float64)
         intp = start.type
         i32 = ir.IntType(32)
-        lanes = ir.VectorType(ir.DoubleType(), 4)
-        shape = cgutils.unpack_tuple(builder, S_arr.shape, 2)
-        strides = cgutils.unpack_tuple(builder, S_arr.strides, 2)
-
-        def row(r):  # a pointer to the first entry of row j0 + r (r > 3: only prefetched)
-            return cgutils.get_item_pointer2(context, builder, S_arr.data, shape, strides, "C",
-                                             [builder.add(start, ir.Constant(intp, r)),
-                                              ir.Constant(intp, 0)],
-                                             wraparound=False, boundscheck=False)
-
-        rows = [row(r) for r in range(4)]
-        ahead = [row(4 + r) for r in range(4)]
+        # rows j0 to j0 + 3, and the next four (only prefetched, whether they exist or not)
+        rows_and_ahead = _row_pointers(context, builder, S_arr, start, 8)
+        rows, ahead = rows_and_ahead[:4], rows_and_ahead[4:]
         u = [builder.load(builder.gep(pu_data, [builder.add(start, ir.Constant(intp, r))]))
              for r in range(4)]
         p = [builder.load(builder.gep(phi_data, [builder.add(start, ir.Constant(intp, r))]))
              for r in range(4)]
-        u_v = [_splat(builder, lanes, x) for x in u]
-        p_v = [_splat(builder, lanes, x) for x in p]
-        rw_v = _splat(builder, lanes, rw)
+        u_v = [_splat(builder, x) for x in u]
+        p_v = [_splat(builder, x) for x in p]
+        rw_v = _splat(builder, rw)
         i8_ptr = ir.IntType(8).as_pointer()
         prefetch = cgutils.get_or_insert_function(
             builder.module, ir.FunctionType(ir.VoidType(), [i8_ptr, i32, i32, i32]),
             "llvm.prefetch.p0i8")
-
-        def at(pointer, i):
-            return builder.bitcast(builder.gep(pointer, [i]), lanes.as_pointer())
 
         def chunk(i, diagonal):
             """Entries ``i`` to ``i + 3`` of the four rows and of ``v``."""
@@ -275,17 +275,17 @@ def _dynamic_rows4_typed(typingctx, S, j0, f, pu, phi, v, rw):
                 builder.call(prefetch, [builder.bitcast(builder.gep(pointer, [i]), i8_ptr),
                                         ir.Constant(i32, 0), ir.Constant(i32, 3),
                                         ir.Constant(i32, 1)])
-            pu_i = builder.load(at(pu_data, i), align=8)
-            v_i = builder.load(at(v_data, i), align=8)
+            pu_i = builder.load(_vector_at(builder, pu_data, i), align=8)
+            v_i = builder.load(_vector_at(builder, v_data, i), align=8)
             for r in range(4):
-                x = builder.fsub(builder.load(at(rows[r], i), align=8),
+                x = builder.fsub(builder.load(_vector_at(builder, rows[r], i), align=8),
                                  builder.fmul(u_v[r], pu_i))
                 if diagonal:  # entry j0 + r of row j0 + r: the random walk's variance
                     lane = ir.Constant(ir.VectorType(ir.IntType(1), 4), [k == r for k in range(4)])
                     x = builder.select(lane, builder.fadd(x, rw_v), x)
-                builder.store(x, at(rows[r], i), align=8)
+                builder.store(x, _vector_at(builder, rows[r], i), align=8)
                 v_i = builder.fadd(v_i, builder.fmul(x, p_v[r]))
-            builder.store(v_i, at(v_data, i), align=8)
+            builder.store(v_i, _vector_at(builder, v_data, i), align=8)
 
         four = ir.Constant(intp, 4)
         two = ir.Constant(intp, 2)
