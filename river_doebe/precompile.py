@@ -159,9 +159,10 @@ def precompile(threads: bool = True, warmup: int = 120, samples: int = 320,
     from a shell it is ``river-doebe compile``.
 
     """
-    # the recalibration's update, the weights and the standardisation of a sample are rented
-    # (run by their Python twins until they have paid for their compile, unless they are in the
-    # cache): here they are bought, so that the cache holds them
+    # the recalibration's update, the weights, the standardisation of a sample and the block
+    # kernels are rented (run by their Python twins, or a block's rows the per-sample way, until
+    # they have paid for their compile, unless they are in the cache): here they are bought, so
+    # that the cache holds them
     buy_all()
     rows = _regression_rows(max(samples, warmup + 200))
     labelled = [(x, y > 14.0) for x, y in rows]  # (Friedman #1's median is about 14)

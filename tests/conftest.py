@@ -31,16 +31,37 @@ def find_data_dir() -> pathlib.Path | None:
 @pytest.fixture(autouse=True, scope="session")
 def _rented_parts_bought():
     """The tests run as a later session does: the rented kernels (the recalibration's update,
-    the weights, a sample's standardisation: ``river_doebe.kernels.jit.Rented``) compiled from
-    their first call, whether or not this checkout's on-disk cache holds them yet (a clean
-    clone's does not). The renting itself is tested with rented kernels of its own
-    (``tests/test_conf.py``), by the twins' bits (``tests/test_conf.py``,
-    ``tests/test_ensemble.py``) and in fresh processes (``tests/test_precompile.py``)."""
+    the weights, a sample's standardisation, the block kernels:
+    ``river_doebe.kernels.jit.Rented``) compiled from their first call, whether or not this
+    checkout's on-disk cache holds them yet (a clean clone's does not). The renting itself is
+    tested with rented kernels of its own (``tests/test_conf.py``), by the twins' bits
+    (``tests/test_conf.py``, ``tests/test_ensemble.py``), by the blocks' rows the per-sample way
+    (the fixture ``block_rent``) and in fresh processes (``tests/test_precompile.py``)."""
     from river_doebe.conf import recalibrated  # noqa: F401 - (its rented update, to buy)
     from river_doebe.kernels.jit import buy_all
 
     buy_all()
     yield
+
+
+@pytest.fixture(params=["kernel", "renting", "bought mid-block"])
+def block_rent(request, monkeypatch):
+    """How a block's rows run: in the block kernel (a later session: it is bought); the
+    per-sample way, paying the kernel's rent (a fresh install's first blocks:
+    ``river_doebe.engine.core._BLOCKS``); or the per-sample way for a block's first row, whose
+    time pays the rent, and the kernel for the rest."""
+    import math
+
+    from river_doebe.engine import core, logistic
+
+    if request.param != "kernel":
+        rent = math.inf if request.param == "renting" else 1e-12
+        for rented, name in ((core._BLOCKS, "gaussian_block"),
+                             (logistic._BLOCKS, "logistic_block")):
+            monkeypatch.setattr(rented, "_bought", {name: False})
+            monkeypatch.setattr(rented, "paid", 0.0)
+            monkeypatch.setattr(rented, "rent", rent)
+    return request.param
 
 
 @pytest.fixture

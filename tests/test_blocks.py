@@ -110,7 +110,7 @@ def _targets(name, y):
 
 @pytest.mark.parametrize("name", [*REGRESSORS, *CLASSIFIERS])
 @pytest.mark.parametrize("frame", [False, True], ids=["dicts", "frame"])
-def test_predict_learn_many_is_predict_then_learn_row_by_row(name, frame):
+def test_predict_learn_many_is_predict_then_learn_row_by_row(name, frame, block_rent):
     make = {**REGRESSORS, **CLASSIFIERS}[name]
     X, y = _stream()
     xs, ys = dicts(X, ["a", "b", "c"]), _targets(name, y)
@@ -126,7 +126,7 @@ def test_predict_learn_many_is_predict_then_learn_row_by_row(name, frame):
 
 
 @pytest.mark.parametrize("name", ["DOEBE-floor", "EDOEBE-warm-up", "DOEBEClassifier"])
-def test_learn_many_ends_as_learn_one_row_by_row(name):
+def test_learn_many_ends_as_learn_one_row_by_row(name, block_rent):
     make = {**REGRESSORS, **CLASSIFIERS}[name]
     X, y = _stream(seed=1)
     xs, ys = dicts(X, ["a", "b", "c"]), _targets(name, y)
@@ -190,7 +190,7 @@ def test_a_bad_row_is_refused_before_anything_changes():
     assert pickle.dumps(model) == before
 
 
-def test_a_row_the_filters_refuse_stops_the_batch_with_the_rows_before_it_learnt():
+def test_a_row_the_filters_refuse_stops_the_batch_with_the_rows_before_it_learnt(block_rent):
     from river_doebe.basis import AdditivePolynomial
 
     X, y = _stream(n=80, seed=5)
@@ -204,6 +204,35 @@ def test_a_row_the_filters_refuse_stops_the_batch_with_the_rows_before_it_learnt
     assert pickle.dumps(a) == pickle.dumps(b)
     assert [b.predict_one(x) for x in xs[61:]] == [a.predict_one(x) for x in xs[61:]]
     assert len(expected) == 60
+
+
+def test_the_first_blocks_rent_the_kernel_then_buy_it(monkeypatch):
+    """Until the rows' time pays for the kernel's compile the rows of a block go the
+    per-sample way; then the kernel takes the rest of the block, and the blocks after it."""
+    from river_doebe.engine import Engine, core
+
+    rented = core._BLOCKS
+    monkeypatch.setattr(rented, "_bought", {"gaussian_block": False})
+    monkeypatch.setattr(rented, "paid", 0.0)
+    monkeypatch.setattr(rented, "rent", math.inf)
+    kernel_rows = []
+    member_pass = Engine._member_pass
+
+    def counted(self, Phi3, Y, parallel):
+        kernel_rows.append(Phi3.shape[1])
+        return member_pass(self, Phi3, Y, parallel)
+
+    monkeypatch.setattr(Engine, "_member_pass", counted)
+    X, y = _stream(n=300, seed=7)
+    xs = dicts(X, ["a", "b", "c"])
+    loop, block = REGRESSORS["DOEBE-floor"](), REGRESSORS["DOEBE-floor"]()
+    expected = _one_by_one(loop, xs, y, with_dist=False)
+    got = block.predict_learn_many(xs[:100], y[:100])
+    assert kernel_rows == [] and rented.paid > 0.0
+    rented.rent = rented.paid + 1e-12  # the next row's time pays the rest
+    got += block.predict_learn_many(xs[100:], y[100:])
+    assert sum(kernel_rows) == 199
+    assert got == expected and pickle.dumps(block) == pickle.dumps(loop)
 
 
 # ------------------------------------------------------------------ threads

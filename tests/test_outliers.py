@@ -110,7 +110,7 @@ def test_a_stream_that_moved_is_followed_from_its_second_sample():
 
 @pytest.mark.parametrize("frame", [False, True], ids=["dicts", "DataFrame"])
 @pytest.mark.parametrize("recalibrate", [False, True], ids=["mixture", "recalibrated"])
-def test_blocks_with_kept_out_rows_equal_the_loop(frame, recalibrate):
+def test_blocks_with_kept_out_rows_equal_the_loop(frame, recalibrate, block_rent):
     """Spikes at the first and last rows of a block (predict_learn_many cuts it into blocks
     of 256), in pairs (the second learnt), and a move of the level."""
     data = _stream(n=700, spikes={0, 255, 256, 400, 401, 650}, shift_at=500)
@@ -140,7 +140,7 @@ def test_blocks_equal_the_loop_wherever_the_extremes_fall(spikes, block_size, sp
     assert pickle.dumps(block) == pickle.dumps(loop)
 
 
-def test_a_target_the_members_would_refuse_is_kept_out_in_a_block_as_one_by_one():
+def test_a_target_the_members_would_refuse_is_kept_out_in_a_block_as_one_by_one(block_rent):
     """A target of 1e300 makes a mean step overflow: refused without the gate, kept out with it
     (the gate is asked before the update), in the block path as in the loop."""
     data = _stream(n=300)
@@ -155,7 +155,7 @@ def test_a_target_the_members_would_refuse_is_kept_out_in_a_block_as_one_by_one(
     assert pickle.dumps(block) == pickle.dumps(loop)
 
 
-def test_a_row_the_members_refuse_stops_a_gated_batch_as_before():
+def test_a_row_the_members_refuse_stops_a_gated_batch_as_before(block_rent):
     """An input whose features overflow (the cube of 1e154) is refused whatever the gate: the
     batch stops at that row, with the rows before it learnt as one by one."""
     models = [DOBE(AdditivePolynomial(3)), DOBE(Linear(), var_eps=0.5)]

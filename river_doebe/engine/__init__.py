@@ -27,7 +27,9 @@ depend on when they are applied, so the views (:attr:`Engine.mu`, :attr:`Engine.
 **A block of rows** (:meth:`Engine.learn_block`) runs member-major: each member through every
 row while its covariance stays in cache, then the weights row by row. The members' filters do
 not depend on the weights, and each member does the per-sample arithmetic, so the block leaves
-the engine and returns the predictions exactly as the rows one by one would.
+the engine and returns the predictions exactly as the rows one by one would. Until its kernel
+has paid for its compile (a fresh install's first blocks, :class:`~river_doebe.kernels.jit.Rented`),
+a block's rows go one by one, to the same numbers.
 
 **Threads.** A stack large enough for them can run its members on every thread, in the
 featurisation, the predict sweep and the block path alike (each member's numbers are its own:

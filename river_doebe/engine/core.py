@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -51,6 +52,15 @@ _WEIGHTS = Rented(WEIGHTS_COMPILE_SECONDS, as_lists=True, switch_log_weights=swi
                   mixture_log_density=mixture_log_density, mixture_proba=mixture_proba,
                   update_log_weights=update_log_weights, reachable=reachable,
                   weigh_block=weigh_block)
+
+#: about what a fresh install's compile of a block kernel takes, once a sample's kernels are
+#: compiled (``benchmarks/results/engine.md``)
+BLOCK_COMPILE_SECONDS = 2.0
+#: the regressors' block kernel, rented: the rows of a block go the per-sample way (the same
+#: bits, :meth:`Engine.learn_block`) until they have taken ``BLOCK_COMPILE_SECONDS``, then the
+#: kernel is compiled (at once when it is in Numba's on-disk cache): a first stream on a fresh
+#: install that learns a few blocks does not wait for a compile they would not pay back
+_BLOCKS = Rented(BLOCK_COMPILE_SECONDS, gaussian_block=gaussian_block)
 
 #: why a member refused a sample (the status of :func:`river_doebe.kernels.stack.predict_member`)
 _REFUSALS = {
@@ -494,8 +504,21 @@ class Engine:
         """Whether the block path is exact now (no basis changes with the samples it learns)."""
         return not self._observers
 
+    #: the block kernel's rent and its name there (see :data:`_BLOCKS`)
+    _block_rent: tuple[Rented, str] = (_BLOCKS, "gaussian_block")
+
     def _block_kernel(self, parallel: bool) -> Callable[..., Any]:
         return gaussian_block_parallel if parallel else gaussian_block
+
+    def _block_bought(self) -> bool:
+        """Whether the rows of a block run in the block kernel now (else the per-sample way,
+        paying its rent: :data:`_BLOCKS`)."""
+        rented, name = self._block_rent
+        Fmax = self.state.mu.shape[1]
+        # (arguments of the kernel's types, for a first look into the on-disk cache)
+        return rented.ready(name, self._block_args(
+            self.order, np.empty((self.n_slots, 0, Fmax)), self._block_targets(np.empty(0)),
+            self._block_outputs(0), np.empty(self.M, dtype=np.int64), None))
 
     def learn_block(
         self, Z: np.ndarray, Y: np.ndarray, keep_weights: bool = False, bury: bool = True
@@ -506,7 +529,8 @@ class Engine:
         predictions ``(a, b, extra)``: for each row the mixture's ``(mean, var)`` (a classifier:
         ``(p0, p1)``) made before the row was learnt, and with ``keep_weights`` the mixtures
         themselves, ``extra = (log_weights, means, variances)``, each ``(B, M)`` over the stack
-        as the block ran (else ``None``).
+        as the block ran (else ``None``). Until the block kernel is bought (:data:`_BLOCKS`) the
+        rows go one by one, :meth:`predict` and :meth:`learn`, to the same numbers.
 
         A row that a member cannot take safely raises :class:`FilterError` naming it, with the
         rows before it learnt and nothing of it or after it. ``bury``: whether the members that
@@ -516,11 +540,16 @@ class Engine:
         B = Z.shape[0]
         self._pace.forget()  # the time of a block is not a sample's
         parts, done = [], 0
-        while done < B:  # (more than one part only while the pace probes: see Pace.split)
-            n = self._block_pace.split(self.work, self.M, B - done)
+        while done < B:  # (more than one part while the pace probes, see Pace.split, or the
+            # rows rent the kernel until it is bought)
             try:
-                parts.append(self._learn_part(Z[done:done + n], Y[done:done + n],
-                                              keep_weights, done))
+                if self._block_bought():
+                    n = self._block_pace.split(self.work, self.M, B - done)
+                    parts.append(self._learn_part(Z[done:done + n], Y[done:done + n],
+                                                  keep_weights, done))
+                else:
+                    parts.append(self._rows_renting(Z[done:], Y[done:], keep_weights, done))
+                    n = parts[-1][0].shape[0]
             except FilterError as err:
                 err.learnt = _joined([*parts, err.learnt])
                 if bury:
@@ -576,6 +605,32 @@ class Engine:
             Z, Y, offset = Z[t + 1:], Y[t + 1:], offset + t + 1
         return _joined(parts) if parts else self._empty_outputs(keep_weights)
 
+    def _rows_renting(self, Z: np.ndarray, Y: np.ndarray, keep_weights: bool,
+                      offset: int) -> tuple:
+        """Rows ``offset ..`` of a block the per-sample way (:meth:`_one_row`), paying the block
+        kernel's rent with their time, until it is paid or the rows end; their outputs as
+        :meth:`learn_block` gives them. A row the members refuse raises :class:`FilterError` as
+        the kernel's would: naming the row, with the rows before it learnt."""
+        rented, name = self._block_rent
+        # (each row as a sample's array: contiguous, the type the featurisers were compiled for)
+        Z = np.ascontiguousarray(Z)
+        parts: list = []
+        for t in range(Z.shape[0]):
+            if t and rented.ready(name, ()):  # (the first look was the caller's)
+                break
+            start = time.perf_counter()
+            try:
+                parts.append(self._one_row(Z[t], float(Y[t]), keep_weights))
+            except FilterError as refused:
+                err = FilterError(f"row {offset + t} of the block cannot be learnt safely: "
+                                  f"{refused}")
+                err.rows_learnt = offset + t
+                err.learnt = _joined(parts) if parts else self._empty_outputs(keep_weights)
+                raise err from None
+            finally:
+                rented.pay(time.perf_counter() - start)
+        return _joined(parts)
+
     def _first_kept_out(self, a: np.ndarray, b: np.ndarray, Y: np.ndarray) -> tuple[int, int]:
         """The first row whose target the gate keeps out given the block's predictions ``(a,
         b)`` (-1: none), and the run of extremes after the last row when none is."""
@@ -589,10 +644,14 @@ class Engine:
                 return t, 0
         return -1, run
 
+    def _row_prediction(self, z: np.ndarray) -> tuple[float, float]:
+        """A block's row's prediction as :meth:`learn_block` returns it: :meth:`predict`."""
+        return self.predict(z)
+
     def _one_row(self, z: np.ndarray, y: float, keep_weights: bool) -> tuple:
-        """A block's row the per-sample way (:meth:`predict`, :meth:`learn`), with its outputs
-        as :meth:`learn_block` gives them."""
-        mean, var = self.predict(z)
+        """A block's row the per-sample way (:meth:`_row_prediction`, :meth:`learn`), with its
+        outputs as :meth:`learn_block` gives them."""
+        mean, var = self._row_prediction(z)
         extra = ((self.log_prior[None, :].copy(), self.mean[None, :].copy(),
                   self.var[None, :].copy()) if keep_weights else None)
         self._learn(z, y)
@@ -683,8 +742,13 @@ class Engine:
     def _run_block(self, kernel: Callable[..., Any], order: np.ndarray, Phi3: np.ndarray,
                    Y: np.ndarray, outs: tuple[np.ndarray, ...], bad: np.ndarray,
                    repair: bool | None) -> None:
-        kernel(order, Phi3, self.src, Y, self._kernel_params, self._kernel_state, self.V, self.E,
-               *outs, bad, self.status, repair)
+        kernel(*self._block_args(order, Phi3, Y, outs, bad, repair))
+
+    def _block_args(self, order: np.ndarray, Phi3: np.ndarray, Y: np.ndarray,
+                    outs: tuple[np.ndarray, ...], bad: np.ndarray, repair: bool | None) -> tuple:
+        """The block kernel's arguments."""
+        return (order, Phi3, self.src, Y, self._kernel_params, self._kernel_state, self.V, self.E,
+                *outs, bad, self.status, repair)
 
     def _block_logits(self, out: tuple[np.ndarray, ...]) -> np.ndarray | None:
         """The members' logits of a block (a regressor has none)."""

@@ -10,9 +10,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from river_doebe._checks import check_update
-from river_doebe.engine.core import _WEIGHTS, Engine
+from river_doebe.engine.core import _WEIGHTS, BLOCK_COMPILE_SECONDS, Engine
 from river_doebe.engine.members import Member
 from river_doebe.engine.weighting import Weighting
+from river_doebe.kernels.jit import Rented
 from river_doebe.kernels.logistic import (
     logistic_block,
     logistic_block_parallel,
@@ -21,6 +22,10 @@ from river_doebe.kernels.logistic import (
 )
 
 __all__ = ["LogisticEngine"]
+
+#: the classifiers' block kernel, rented as the regressors' is (see
+#: :data:`river_doebe.engine.core._BLOCKS`)
+_BLOCKS = Rented(BLOCK_COMPILE_SECONDS, logistic_block=logistic_block)
 
 
 class LogisticEngine(Engine):
@@ -94,6 +99,8 @@ class LogisticEngine(Engine):
         self.logit *= -1.0
 
     # ------------------------------------------------------------------ blocks
+    _block_rent = (_BLOCKS, "logistic_block")
+
     def _block_kernel(self, parallel: bool) -> Callable[..., Any]:
         return logistic_block_parallel if parallel else logistic_block
 
@@ -105,11 +112,13 @@ class LogisticEngine(Engine):
         M = self.M
         return np.empty((B, M)), np.empty((B, M)), np.empty((B, M)), np.empty((B, M))
 
-    def _run_block(self, kernel: Callable[..., Any], order: np.ndarray, Phi3: np.ndarray,
-                   Y: np.ndarray, outs: tuple[np.ndarray, ...], bad: np.ndarray,
-                   repair: bool | None) -> None:
-        kernel(order, Phi3, self.src, Y, self._kernel_params, self._kernel_state, self.V, self.E,
-               *outs, bad, self.status, self.update == "ipl", repair)
+    def _block_args(self, order: np.ndarray, Phi3: np.ndarray, Y: np.ndarray,
+                    outs: tuple[np.ndarray, ...], bad: np.ndarray, repair: bool | None) -> tuple:
+        return (order, Phi3, self.src, Y, self._kernel_params, self._kernel_state, self.V, self.E,
+                *outs, bad, self.status, self.update == "ipl", repair)
+
+    def _row_prediction(self, z: np.ndarray) -> tuple[float, float]:
+        return self.predict_proba(z)
 
     def _block_logits(self, out: tuple[np.ndarray, ...]) -> np.ndarray:
         return out[2]
