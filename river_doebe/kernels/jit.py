@@ -40,7 +40,8 @@ A kernel that runs once a sample on a few small arrays (the recalibration's upda
 *rented* (:class:`Rented`): run by its Python twin (:func:`python_twin`, the same source and
 the same bits) until those calls have taken about what its compile would, then compiled, so
 that a short first stream on a fresh install is not kept waiting for a compile it would not
-pay back.
+pay back. The block kernels are rented the same way, a block's rows going the per-sample way
+meanwhile (:meth:`river_doebe.engine.Engine.learn_block`).
 """
 
 from __future__ import annotations
@@ -76,12 +77,12 @@ __all__ = [
 _Kernel = TypeVar("_Kernel", bound=Callable[..., Any])
 
 #: a module that defines jitted code imports Numba or this module, and has a decorator of
-#: this package's or of Numba's at the start of a line, a ``stack_kernel`` assignment or a call
-#: of ``numba.njit`` (this module's own)
+#: this package's or of Numba's at the start of a line, a ``stack_kernel`` assignment, a call
+#: of ``numba.njit`` (this module's own) or of ``intrinsic`` as an argument or assigned
 _IMPORTS_JIT = (b"import numba", b"from numba", b"kernels.jit import")
 _DEFINES_JIT = re.compile(
     rb"^[ \t]*@(?:kernel|njit|numba\.njit|jit|numba\.jit|intrinsic|overload\w*\(|"
-    rb"register_jitable)\b|=[ \t]*stack_kernel\(|numba\.njit\(", re.M)
+    rb"register_jitable)\b|=[ \t]*stack_kernel\(|numba\.njit\(|[=(,][ \t]*intrinsic\(", re.M)
 
 
 def kernel_sources(root: Path) -> list[Path]:
@@ -314,7 +315,10 @@ class Rented:
     cache at its first call, is used compiled at once. For kernels that run once a sample on
     small arrays, so that a short stream on a fresh install does not wait seconds for a
     compile that its samples would not pay back. The twins give the same bits as the kernels,
-    so when the switch comes changes no number.
+    so when the switch comes changes no number. A caller with a stand-in of its own that gives
+    the kernel's bits (the block kernels: a block's rows the per-sample way,
+    :meth:`river_doebe.engine.Engine.learn_block`) asks :meth:`ready` and :meth:`pay` itself and
+    leaves the twins alone.
 
     Parameters
     ----------

@@ -1,34 +1,39 @@
 """Dot products in four fixed partial sums, the same bits on every machine, and four rows of a
-triangular matrix at a time in vector registers. Numba and llvmlite.
+triangular matrix at a time in vector registers. Numba intrinsics (LLVM's IR through llvmlite),
+called from the stack's kernels.
 
 The stack kernels sum a dot product ``a' b`` over ``i < n`` in four partial sums: element ``i``
 of the first ``4 floor(n / 4)`` goes to sum ``i mod 4``, the remaining ones to sum 0 in order,
-and the result is ``(s0 + s1) + (s2 + s3)`` (:func:`dot`). The order is fixed in the source, so
-a model gives the same numbers on every machine, whatever its vector width.
+and the result is ``(s0 + s1) + (s2 + s3)`` (*the four-sum order*). The order is fixed in the
+code, so a model gives the same numbers on every machine, whatever its vector width.
 
-Compiled as written, those four sums are four scalar chains: LLVM vectorises a sum only when it
-may reorder it (``fastmath``), and then the machine's vector width would decide the order, and
-the numbers. :func:`dot_rows4` gives four rows' dot products with the same vector ``b``, each
-bit for bit :func:`dot`, with the four partial sums of a row held as the four lanes of one
-vector register (written in LLVM's IR through a Numba intrinsic): each lane multiplies and
-adds exactly as the scalar code does (IEEE arithmetic lane by lane, no reordering, no fused
-multiply-add), and the four rows give four independent vector sums, which keep the
-floating-point units busy where one chain would wait for each addition in turn. A static
-member's prediction is such a product for every row of its triangular factor
-(:func:`river_doebe.kernels.stack.predict_member`).
+Written as scalar Numba code, those four sums are four scalar chains: LLVM vectorises a sum
+only when it may reorder it (``fastmath``), and then the machine's vector width would decide
+the order, and the numbers. Here the four partial sums of a row are the four lanes of one
+vector register: each lane multiplies and adds exactly as the scalar code would (IEEE
+arithmetic lane by lane, no reordering, no fused multiply-add). :data:`triangular_products`
+gives a static member's prediction, the product of every row of its triangular factor with the
+features (:func:`river_doebe.kernels.stack.predict_member`), four rows side by side: four
+independent vector sums, which keep the floating-point units busy where one chain would wait
+for each addition in turn.
 
-When the sweep also applies a static member's owed update, :func:`carlson_dot` does one row's
+When the sweep also applies a static member's owed update, :data:`carlson_dot` does one row's
 step of Carlson's update and that row's product together, four entries at a time: the row is
 read and written once, and its product, whose four partial sums are the lanes of one vector,
 comes with it. Each entry of the row and of the running vector ``e`` takes the scalar step's
 operations (lane by lane, in the same order, without fused multiply-adds).
 
-A dynamic member's owed update and product go four rows at a time (:func:`dynamic_rows4`):
+A dynamic member's owed update and product go four rows at a time (:data:`dynamic_rows4`):
 four entries of ``v = Sigma_pred phi`` stay in a vector register through four rows, which
 saves three of every four loads and stores of ``v``; no sum changes its order, since each entry
 of ``v`` still adds the rows in turn. Four rows read side by side are four streams where one
 row after the other is one, and the hardware's prefetcher falls behind on them once the stack
 lives beyond the core's cache: the kernel asks for the next four rows itself as it goes.
+
+The loops are in LLVM's IR rather than in Numba code for the compile as well: Numba's front end
+takes longer over a loop than LLVM does (``benchmarks/results/engine.md``). Each function here
+is a Numba intrinsic, called from jitted code only; ``tests/test_sweeps.py`` checks each against
+the scalar loops, bit for bit.
 """
 
 from __future__ import annotations
@@ -40,29 +45,7 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-from river_doebe.kernels.jit import kernel
-
-__all__ = ["carlson_dot", "dot", "dot_rows4", "dynamic_rows4"]
-
-
-@kernel(inline="always")
-def dot(a, b, n):
-    """``sum_i a[i] b[i]`` over ``i < n`` in four fixed partial sums (same order every call)."""
-    s0 = 0.0
-    s1 = 0.0
-    s2 = 0.0
-    s3 = 0.0
-    i = 0
-    while i + 3 < n:
-        s0 += a[i] * b[i]
-        s1 += a[i + 1] * b[i + 1]
-        s2 += a[i + 2] * b[i + 2]
-        s3 += a[i + 3] * b[i + 3]
-        i += 4
-    while i < n:
-        s0 += a[i] * b[i]
-        i += 1
-    return (s0 + s1) + (s2 + s3)
+__all__ = ["carlson_dot", "dynamic_rows4", "triangular_products"]
 
 
 def _contiguous(ty: Any, ndim: int) -> bool:
@@ -99,72 +82,101 @@ def _row_pointers(context: Any, builder: Any, array: Any, start: Any, n: int) ->
             for r in range(n)]
 
 
-def _dot_rows4_typed(typingctx, L, j0, b, out):
-    """:func:`dot_rows4`: the elements below ``j0`` with the four partial sums of each row in
-    the lanes of one vector, the rest as :func:`dot` takes them. ``L`` (2-D), ``b`` and
-    ``out`` (1-D) are C-contiguous float64 arrays; the caller keeps every index in bounds. (All
-    of it in LLVM's IR: as Numba code the tail and the sums took Numba longer to compile than
-    the rest of a member's step, ``benchmarks/results/engine.md``.)"""
+def _rows4_products(context: Any, builder: Any, L_arr: Any, b_data: Any, out_data: Any,
+                    start: Any) -> None:
+    """Emit ``out[j]``, row ``j`` of ``L`` times ``b`` over its ``j + 1`` first entries in the
+    four-sum order, for the four rows ``j = start .. start + 3``
+    (``start`` a multiple of 4): the entries below ``start`` with each row's four partial sums
+    in the lanes of one vector, the four rows side by side; then the rest of each row as the
+    scalar sum takes it (row ``start + 3`` one more step of the four sums, the others their
+    ``r + 1`` last entries into the first sum, in order)."""
+    intp = start.type
+    rows = _row_pointers(context, builder, L_arr, start, 4)
+    sums = [cgutils.alloca_once_value(builder, ir.Constant(_LANES, [0.0] * 4))
+            for _ in range(4)]
+
+    def product(r, k):  # L[start + r, start + k] * b[start + k]
+        i = builder.add(start, ir.Constant(intp, k))
+        return builder.fmul(builder.load(builder.gep(rows[r], [i])),
+                            builder.load(builder.gep(b_data, [i])))
+
+    n_steps = builder.ashr(start, ir.Constant(intp, 2))
+    with cgutils.for_range(builder, n_steps) as loop:
+        i = builder.shl(loop.index, ir.Constant(intp, 2))
+        bi = builder.load(_vector_at(builder, b_data, i), align=8)
+        for r in range(4):
+            x = builder.load(_vector_at(builder, rows[r], i), align=8)
+            builder.store(builder.fadd(builder.load(sums[r]), builder.fmul(x, bi)), sums[r])
+    for r in range(4):
+        s = [builder.extract_element(builder.load(sums[r]), ir.Constant(ir.IntType(32), k))
+             for k in range(4)]
+        if r == 3:
+            s = [builder.fadd(s[k], product(r, k)) for k in range(4)]
+        else:
+            for k in range(r + 1):
+                s[0] = builder.fadd(s[0], product(r, k))
+        total = builder.fadd(builder.fadd(s[0], s[1]), builder.fadd(s[2], s[3]))
+        builder.store(total, builder.gep(out_data, [builder.add(start, ir.Constant(intp, r))]))
+
+
+def _triangular_products_typed(typingctx, L, n, b, out):
+    """:data:`triangular_products`: ``L`` (2-D), ``b`` and ``out`` (1-D) C-contiguous float64
+    arrays, ``n`` an integer; the caller keeps ``n`` within each."""
     if not (_contiguous(L, 2) and _contiguous(b, 1) and _contiguous(out, 1)
-            and isinstance(j0, types.Integer)):
+            and isinstance(n, types.Integer)):
         return None
-    sig = types.void(L, j0, b, out)
+    sig = types.void(L, n, b, out)
 
     def codegen(context, builder, signature, args):
-        L_type, j0_type, b_type, out_type = signature.args
+        L_type, n_type, b_type, out_type = signature.args
         L_arr = context.make_array(L_type)(context, builder, args[0])
         b_data = context.make_array(b_type)(context, builder, args[2]).data
         out_data = context.make_array(out_type)(context, builder, args[3]).data
-        start = context.cast(builder, args[1], j0_type, types.intp)
-        intp = start.type
-        rows = _row_pointers(context, builder, L_arr, start, 4)
-        sums = [cgutils.alloca_once_value(builder, ir.Constant(_LANES, [0.0] * 4))
-                for _ in range(4)]
-
-        def load(pointer, i):
-            return builder.load(_vector_at(builder, pointer, i), align=8)
-
-        def product(r, k):  # L[j0 + r, j0 + k] * b[j0 + k]
-            i = builder.add(start, ir.Constant(intp, k))
-            return builder.fmul(builder.load(builder.gep(rows[r], [i])),
-                                builder.load(builder.gep(b_data, [i])))
-
-        n_steps = builder.ashr(start, ir.Constant(intp, 2))
-        with cgutils.for_range(builder, n_steps) as loop:
-            i = builder.shl(loop.index, ir.Constant(intp, 2))
-            bi = load(b_data, i)
-            for r in range(4):
-                builder.store(builder.fadd(builder.load(sums[r]),
-                                           builder.fmul(load(rows[r], i), bi)), sums[r])
-        for r in range(4):
-            s = [builder.extract_element(builder.load(sums[r]), ir.Constant(ir.IntType(32), k))
+        count = context.cast(builder, args[1], n_type, types.intp)
+        intp = count.type
+        two = ir.Constant(intp, 2)
+        groups = builder.ashr(count, two)
+        with cgutils.for_range(builder, groups) as loop:
+            _rows4_products(context, builder, L_arr, b_data, out_data,
+                            builder.shl(loop.index, two))
+        # the last n mod 4 rows, j = 4 q + r (q groups): q steps of the four sums, then their
+        # r + 1 last entries into the first sum, in order
+        done = builder.shl(groups, two)
+        with cgutils.for_range(builder, builder.sub(count, done)) as tail:
+            j = builder.add(done, tail.index)
+            row = _row_pointers(context, builder, L_arr, j, 1)[0]
+            sums = cgutils.alloca_once_value(builder, ir.Constant(_LANES, [0.0] * 4))
+            with cgutils.for_range(builder, groups) as loop:
+                i = builder.shl(loop.index, two)
+                x = builder.fmul(builder.load(_vector_at(builder, row, i), align=8),
+                                 builder.load(_vector_at(builder, b_data, i), align=8))
+                builder.store(builder.fadd(builder.load(sums), x), sums)
+            s = [builder.extract_element(builder.load(sums), ir.Constant(ir.IntType(32), k))
                  for k in range(4)]
-            if r == 3:  # a row of j0 + 4 elements: one more step of dot's four sums
-                s = [builder.fadd(s[k], product(r, k)) for k in range(4)]
-            else:  # the r + 1 elements left, into the first sum in order
-                for k in range(r + 1):
-                    s[0] = builder.fadd(s[0], product(r, k))
-            total = builder.fadd(builder.fadd(s[0], s[1]), builder.fadd(s[2], s[3]))
-            builder.store(total, builder.gep(out_data, [builder.add(start, ir.Constant(intp, r))]))
+            first = cgutils.alloca_once_value(builder, s[0])
+            with cgutils.for_range(builder, builder.add(tail.index, ir.Constant(intp, 1))) as k:
+                i = builder.add(done, k.index)
+                x = builder.fmul(builder.load(builder.gep(row, [i])),
+                                 builder.load(builder.gep(b_data, [i])))
+                builder.store(builder.fadd(builder.load(first), x), first)
+            total = builder.fadd(builder.fadd(builder.load(first), s[1]), builder.fadd(s[2], s[3]))
+            builder.store(total, builder.gep(out_data, [j]))
         return context.get_dummy_value()
 
     return sig, codegen
 
 
 #: (cast for mypy: Numba's stub types an intrinsic's call with the typing context first)
-_dot_rows4 = cast(Callable[..., None], intrinsic(_dot_rows4_typed))
-
-
-@kernel(inline="always")
-def dot_rows4(L, j0, b, out):
-    """``out[j0 + k] = dot(L[j0 + k], b, j0 + k + 1)`` for ``k < 4`` (``j0`` a multiple of 4;
-    ``L``, ``b`` and ``out`` C-contiguous float64 arrays): the products with ``b`` of four
-    consecutive rows of a lower-triangular ``L``, bit for bit :func:`dot`."""
-    _dot_rows4(L, j0, b, out)
+triangular_products = cast(Callable[..., None], intrinsic(_triangular_products_typed))
+"""``triangular_products(L, n, b, out)``: ``out[j]`` the product of row ``j`` of a
+lower-triangular ``L`` with ``b`` over its ``j + 1`` first entries, in the four-sum order, for
+``j < n``: the rows four at a time, the four partial sums of each in the lanes of one vector,
+the last ``n mod 4`` one at a time. ``L`` (2-D), ``b`` and ``out`` (1-D): C-contiguous float64
+arrays."""
 
 
 def _carlson_dot_typed(typingctx, row, n, e, fj, beta, gam, b):
-    """:func:`carlson_dot`: the first ``4 floor(n / 4)`` entries four at a time in the lanes of
+    """:data:`carlson_dot`: the first ``4 floor(n / 4)`` entries four at a time in the lanes of
     a vector (the product's four partial sums in the lanes of another), the rest one at a time
     into the first sum, in order. ``row``, ``e`` and ``b`` are C-contiguous float64 arrays; the
     caller keeps ``n`` within each."""
@@ -218,21 +230,16 @@ def _carlson_dot_typed(typingctx, row, n, e, fj, beta, gam, b):
     return sig, codegen
 
 
-#: (cast for mypy, as :data:`_dot_rows4`)
-_carlson_dot = cast(Callable[..., float], intrinsic(_carlson_dot_typed))
-
-
-@kernel(inline="always")
-def carlson_dot(row, n, e, fj, beta, gam, b):
-    """One row of Carlson's step on its first ``n`` entries (``row[i] = beta row[i] - gam
-    e[i]``, then ``e[i] += fj row[i]`` with the row's old value), returning the new row's
-    :func:`dot` with ``b``; the same bits as the step entry by entry followed by :func:`dot`.
-    ``row``, ``e`` and ``b``: C-contiguous float64 arrays."""
-    return _carlson_dot(row, n, e, fj, beta, gam, b)
+carlson_dot = cast(Callable[..., float], intrinsic(_carlson_dot_typed))
+"""``carlson_dot(row, n, e, fj, beta, gam, b)``: one row of Carlson's step on its first ``n``
+entries (``row[i] = beta row[i] - gam e[i]``, then ``e[i] += fj row[i]`` with the row's old
+value), returning the new row's product with ``b`` in the four-sum order; the same bits as the
+step entry by entry followed by the scalar sum. ``row``, ``e`` and ``b``: C-contiguous float64
+arrays."""
 
 
 def _dynamic_rows4_typed(typingctx, S, j0, f, pu, phi, v, rw):
-    """:func:`dynamic_rows4`: entries ``i < 4 floor(f / 4)`` four at a time in the lanes of a
+    """:data:`dynamic_rows4`: entries ``i < 4 floor(f / 4)`` four at a time in the lanes of a
     vector (the diagonal's random-walk variance added in its lane by a select, which leaves the
     other lanes' bits alone, a signed zero included), the rest one at a time. ``S`` (2-D),
     ``pu``, ``phi`` and ``v`` are C-contiguous float64 arrays; the caller keeps every index in
@@ -312,14 +319,9 @@ def _dynamic_rows4_typed(typingctx, S, j0, f, pu, phi, v, rw):
     return sig, codegen
 
 
-#: (cast for mypy, as :data:`_dot_rows4`)
-_dynamic_rows4 = cast(Callable[..., None], intrinsic(_dynamic_rows4_typed))
-
-
-@kernel(inline="always")
-def dynamic_rows4(S, j0, f, pu, phi, v, rw):
-    """Rows ``j0`` to ``j0 + 3`` of a dynamic member's owed update and product, on the first
-    ``f`` entries (``j0`` a multiple of 4, ``j0 + 4 <= f``): for each row ``j`` in turn,
-    ``S[j] -= pu[j] pu``, ``S[j, j] += rw``, then ``v += S[j] phi[j]``; the same bits as the rows
-    one at a time. ``S``, ``pu``, ``phi`` and ``v``: C-contiguous float64 arrays."""
-    _dynamic_rows4(S, j0, f, pu, phi, v, rw)
+dynamic_rows4 = cast(Callable[..., None], intrinsic(_dynamic_rows4_typed))
+"""``dynamic_rows4(S, j0, f, pu, phi, v, rw)``: rows ``j0`` to ``j0 + 3`` of a dynamic member's
+owed update and product, on the first ``f`` entries (``j0`` a multiple of 4, ``j0 + 4 <= f``):
+for each row ``j`` in turn, ``S[j] -= pu[j] pu``, ``S[j, j] += rw``, then ``v += S[j] phi[j]``;
+the same bits as the rows one at a time. ``S``, ``pu``, ``phi`` and ``v``: C-contiguous float64
+arrays."""

@@ -65,7 +65,7 @@ import numba
 import numpy as np
 
 from river_doebe.kernels.jit import kernel, stack_kernel
-from river_doebe.kernels.lanes import carlson_dot, dot, dot_rows4, dynamic_rows4
+from river_doebe.kernels.lanes import carlson_dot, dynamic_rows4, triangular_products
 
 __all__ = [
     "NEEDS_REPAIR",
@@ -135,17 +135,13 @@ def _static_sweep(f, owes, want, phi, mu, L, fv, e, pf, alpha0, g):
         if owes:  # the covariance stays: only the mean's step e = U f (= Sigma phi)
             for i in range(f):
                 e[i] = 0.0
-        for j in range(f):
-            if owes:
+            for j in range(f):
                 row = L[j]
                 fj = pf[j]
                 for i in range(j + 1):
                     e[i] += fj * row[i]
-            if want and j % 4 == 3:
-                dot_rows4(L, j - 3, phi, fv)
         if want:
-            for j in range(f - f % 4, f):
-                fv[j] = dot(L[j], phi, j + 1)
+            triangular_products(L, f, phi, fv)
     if owes and g != 0.0:
         for i in range(f):
             mu[i] += e[i] * g
