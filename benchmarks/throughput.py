@@ -49,7 +49,9 @@ Rows and targets (ratios within one run):
   at a time (target: the library at least 0.75x of the sweep, each path); ``--only-limit``
   measures these and the ``first_use`` rows alone;
 - ``first_use``: the JIT compile of ``EDOEBE()``'s first use in a new process, on a fresh Numba
-  cache (a new install; target < 6 s) and on the on-disk cache that run left;
+  cache (a new install; target < 6 s) and on the on-disk cache that run left (its two blocks
+  go the per-sample way on a fresh install: the block kernel is rented, see
+  ``river_doebe.engine.core._BLOCKS``);
 - ``--rows TEXT ...``: only the per-sample and block rows above whose names contain one of the
   texts, beside river's BLR, interleaved as in the full run; printed, nothing written (an A/B
   of two checkouts in alternate processes, e.g. ``--rows "DOBE, 100 RFF"``);
@@ -693,7 +695,7 @@ def as_a_later_session() -> None:
     from the on-disk cache): what this process compiles (a first run after a change) is not left
     for its serial calls to pay for before the stacks time their threads
     (``threads.threads_ready``), and the rented kernels (the recalibration's update, the
-    weights, a sample's standardisation) run compiled from the start. The ``first_use`` rows
+    weights, a sample's standardisation, the block kernels) run compiled from the start. The ``first_use`` rows
     measure a fresh install's first use."""
     from river_doebe.conf import recalibrated  # noqa: F401 - (its rented update, to buy)
     from river_doebe.kernels.jit import buy_all
