@@ -695,8 +695,8 @@ def as_a_later_session() -> None:
     from the on-disk cache): what this process compiles (a first run after a change) is not left
     for its serial calls to pay for before the stacks time their threads
     (``threads.threads_ready``), and the rented kernels (the recalibration's update, the
-    weights, a sample's standardisation, the block kernels) run compiled from the start. The ``first_use`` rows
-    measure a fresh install's first use."""
+    weights, a sample's standardisation, the block kernels) run compiled from the start. The
+    ``first_use`` rows measure a fresh install's first use."""
     from river_doebe.conf import recalibrated  # noqa: F401 - (its rented update, to buy)
     from river_doebe.kernels.jit import buy_all
 

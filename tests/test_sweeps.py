@@ -55,8 +55,8 @@ def carlson_dot(row, n, e, fj, beta, gam, b):
 
 
 @numba.njit
-def dynamic_rows4(S, j0, f, pu, phi, v, rw):
-    lanes.dynamic_rows4(S, j0, f, pu, phi, v, rw)
+def dynamic_sweep(S, f, pu, phi, v, rw, owes, want):
+    lanes.dynamic_sweep(S, f, pu, phi, v, rw, owes, want)
 
 
 def _scalar_rows(L, b, n):
@@ -141,31 +141,44 @@ def test_non_finite_values_pass_through_a_carlson_row_as_in_the_scalar_step():
     assert np.array_equal(e, e_ref, equal_nan=True)
 
 
-@hypothesis.settings(max_examples=80, deadline=None)
-@hypothesis.given(**_ROWS, j0=st.integers(0, 9), signed_zeros=st.booleans())
-def test_four_dynamic_rows_in_lanes_give_the_row_by_row_bits(n, pad, scale, seed, j0,
-                                                             signed_zeros):
-    """Four rows of a dynamic member's owed update and product against the rows one at a time:
-    every group of four within every length, rows beyond them untouched, and entries whose
-    update leaves a signed zero (the diagonal's lane is selected, not added to the others)."""
-    j0 *= 4
-    n = max(n, j0 + 4)
+@hypothesis.settings(max_examples=120, deadline=None)
+@hypothesis.given(**_ROWS, owes=st.booleans(), want=st.booleans(),
+                  zeros=st.sampled_from(["none", "some", "all"]), signed_zeros=st.booleans())
+def test_a_dynamic_sweep_in_lanes_gives_the_row_by_row_bits(n, pad, scale, seed, owes, want,
+                                                            zeros, signed_zeros):
+    """A dynamic member's owed update and product against the rows one at a time in scalar
+    code: every length, rows and entries beyond ``n`` untouched, groups of four rows with and
+    without a zero feature (a sparse input), the update alone or the product alone, and entries
+    whose update leaves a signed zero (the diagonal's lane is selected, not added to the
+    others)."""
     rng = np.random.default_rng(seed)
     S = rng.standard_normal((n + pad, n + pad)) * scale
     pu = rng.standard_normal(n + pad) * np.sqrt(scale)
     phi = rng.standard_normal(n + pad) * rng.choice([1e-3, 1.0, 1e3], n + pad)
+    if zeros != "none":
+        # (-0.0 with signed zeros: v's entry starts at -0.0, which adding a row would lose)
+        phi[rng.random(n + pad) < (0.3 if zeros == "some" else 1.0)] = -0.0 if signed_zeros else 0.0
     v = rng.standard_normal(n + pad)
     if signed_zeros:  # entries that the update leaves at -0.0
-        S[j0:j0 + 4, : n // 2] = -0.0
+        S[:, : n // 2] = -0.0
         pu[: n // 2] = 0.0
+    rw = 1e-3
     S_ref, v_ref = S.copy(), v.copy()
-    for j in range(j0, j0 + 4):
-        S_ref[j, :n] -= pu[j] * pu[:n]
-        S_ref[j, j] += 1e-3
-        v_ref[:n] += S_ref[j, :n] * phi[j]
-    dynamic_rows4(S, j0, n, pu, phi, v, 1e-3)
-    assert np.array_equal(S, S_ref) and np.array_equal(v, v_ref)
+    if want:
+        for i in range(n):
+            v_ref[i] = rw * float(phi[i])
+    for j in range(n):
+        if owes:
+            for i in range(n):
+                S_ref[j, i] = float(S_ref[j, i]) - float(pu[j]) * float(pu[i])
+            S_ref[j, j] = float(S_ref[j, j]) + rw
+        if want and phi[j] != 0.0:
+            for i in range(n):
+                v_ref[i] = float(v_ref[i]) + float(S_ref[j, i]) * float(phi[j])
+    dynamic_sweep(S, n, pu, phi, v, rw, owes, want)
+    assert np.array_equal(S, S_ref, equal_nan=True) and np.array_equal(v, v_ref, equal_nan=True)
     assert np.array_equal(np.signbit(S), np.signbit(S_ref))
+    assert np.array_equal(np.signbit(v), np.signbit(v_ref))
 
 
 # ------------------------------------------------------------------ the sweeps, row by row

@@ -23,12 +23,14 @@ read and written once, and its product, whose four partial sums are the lanes of
 comes with it. Each entry of the row and of the running vector ``e`` takes the scalar step's
 operations (lane by lane, in the same order, without fused multiply-adds).
 
-A dynamic member's owed update and product go four rows at a time (:data:`dynamic_rows4`):
+A dynamic member's owed update and product (:data:`dynamic_sweep`) go four rows at a time:
 four entries of ``v = Sigma_pred phi`` stay in a vector register through four rows, which
 saves three of every four loads and stores of ``v``; no sum changes its order, since each entry
-of ``v`` still adds the rows in turn. Four rows read side by side are four streams where one
-row after the other is one, and the hardware's prefetcher falls behind on them once the stack
-lives beyond the core's cache: the kernel asks for the next four rows itself as it goes.
+of ``v`` still adds the rows in turn. A group of rows with a zero feature (a sparse input), or
+a sweep that only applies the update or only predicts, goes row by row. Four rows read side by
+side are four streams where one row after the other is one, and the hardware's prefetcher falls
+behind on them once the stack lives beyond the core's cache: the kernel asks for the next four
+rows itself as it goes.
 
 The loops are in LLVM's IR rather than in Numba code for the compile as well: Numba's front end
 takes longer over a loop than LLVM does (``benchmarks/results/engine.md``). Each function here
@@ -45,7 +47,7 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-__all__ = ["carlson_dot", "dynamic_rows4", "triangular_products"]
+__all__ = ["carlson_dot", "dynamic_sweep", "triangular_products"]
 
 
 def _contiguous(ty: Any, ndim: int) -> bool:
@@ -238,90 +240,169 @@ step entry by entry followed by the scalar sum. ``row``, ``e`` and ``b``: C-cont
 arrays."""
 
 
-def _dynamic_rows4_typed(typingctx, S, j0, f, pu, phi, v, rw):
-    """:data:`dynamic_rows4`: entries ``i < 4 floor(f / 4)`` four at a time in the lanes of a
-    vector (the diagonal's random-walk variance added in its lane by a select, which leaves the
-    other lanes' bits alone, a signed zero included), the rest one at a time. ``S`` (2-D),
-    ``pu``, ``phi`` and ``v`` are C-contiguous float64 arrays; the caller keeps every index in
-    bounds."""
+def _dynamic_rows4(context: Any, builder: Any, S_arr: Any, start: Any, count: Any,
+                   pu_data: Any, phi_data: Any, v_data: Any, rw: Any) -> None:
+    """Emit rows ``start`` to ``start + 3`` of the owed update and product (``start`` a multiple
+    of 4, ``start + 4 <= count``): entries ``i < 4 floor(count / 4)`` four at a time in the
+    lanes of a vector (the diagonal's random-walk variance added in its lane by a select, which
+    leaves the other lanes' bits alone, a signed zero included), the rest one at a time."""
+    intp = start.type
+    i32 = ir.IntType(32)
+    # rows start to start + 3, and the next four (only prefetched, whether they exist or not)
+    rows_and_ahead = _row_pointers(context, builder, S_arr, start, 8)
+    rows, ahead = rows_and_ahead[:4], rows_and_ahead[4:]
+    u = [builder.load(builder.gep(pu_data, [builder.add(start, ir.Constant(intp, r))]))
+         for r in range(4)]
+    p = [builder.load(builder.gep(phi_data, [builder.add(start, ir.Constant(intp, r))]))
+         for r in range(4)]
+    u_v = [_splat(builder, x) for x in u]
+    p_v = [_splat(builder, x) for x in p]
+    rw_v = _splat(builder, rw)
+    i8_ptr = ir.IntType(8).as_pointer()
+    prefetch = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(ir.VoidType(), [i8_ptr, i32, i32, i32]),
+        "llvm.prefetch.p0i8")
+
+    def chunk(i, diagonal):
+        """Entries ``i`` to ``i + 3`` of the four rows and of ``v``."""
+        for pointer in ahead:  # (a read, kept in every cache level; never faults)
+            builder.call(prefetch, [builder.bitcast(builder.gep(pointer, [i]), i8_ptr),
+                                    ir.Constant(i32, 0), ir.Constant(i32, 3),
+                                    ir.Constant(i32, 1)])
+        pu_i = builder.load(_vector_at(builder, pu_data, i), align=8)
+        v_i = builder.load(_vector_at(builder, v_data, i), align=8)
+        for r in range(4):
+            x = builder.fsub(builder.load(_vector_at(builder, rows[r], i), align=8),
+                             builder.fmul(u_v[r], pu_i))
+            if diagonal:  # entry start + r of row start + r: the random walk's variance
+                lane = ir.Constant(ir.VectorType(ir.IntType(1), 4), [k == r for k in range(4)])
+                x = builder.select(lane, builder.fadd(x, rw_v), x)
+            builder.store(x, _vector_at(builder, rows[r], i), align=8)
+            v_i = builder.fadd(v_i, builder.fmul(x, p_v[r]))
+        builder.store(v_i, _vector_at(builder, v_data, i), align=8)
+
+    four = ir.Constant(intp, 4)
+    two = ir.Constant(intp, 2)
+    with cgutils.for_range(builder, builder.ashr(start, two)) as loop:  # left of the diagonal
+        chunk(builder.shl(loop.index, two), False)
+    chunk(start, True)
+    after = builder.add(start, four)
+    n_full = builder.ashr(count, two)
+    with cgutils.for_range(builder, builder.sub(n_full, builder.ashr(after, two))) as loop:
+        chunk(builder.add(after, builder.shl(loop.index, two)), False)
+    done = builder.shl(n_full, two)  # the last count % 4 entries, right of every diagonal
+    with cgutils.for_range(builder, builder.sub(count, done)) as loop:
+        i = builder.add(done, loop.index)
+        pu_i = builder.load(builder.gep(pu_data, [i]))
+        v_i = builder.load(builder.gep(v_data, [i]))
+        for r in range(4):
+            pointer = builder.gep(rows[r], [i])
+            x = builder.fsub(builder.load(pointer), builder.fmul(u[r], pu_i))
+            builder.store(x, pointer)
+            v_i = builder.fadd(v_i, builder.fmul(x, p[r]))
+        builder.store(v_i, builder.gep(v_data, [i]))
+
+
+def _axpy(builder: Any, dst: Any, src: Any, scale: Any, count: Any, subtract: bool) -> None:
+    """Emit ``dst[i] = dst[i] - src[i] scale`` (``subtract``; else ``+``) for ``i < count``: four
+    entries at a time in the lanes of a vector, the rest one at a time (each entry the scalar
+    operations)."""
+    intp = count.type
+    two = ir.Constant(intp, 2)
+    combine = builder.fsub if subtract else builder.fadd
+    scale_v = _splat(builder, scale)
+    n_full = builder.ashr(count, two)
+    with cgutils.for_range(builder, n_full) as loop:
+        i = builder.shl(loop.index, two)
+        x = builder.fmul(builder.load(_vector_at(builder, src, i), align=8), scale_v)
+        d = builder.load(_vector_at(builder, dst, i), align=8)
+        builder.store(combine(d, x), _vector_at(builder, dst, i), align=8)
+    done = builder.shl(n_full, two)
+    with cgutils.for_range(builder, builder.sub(count, done)) as loop:
+        i = builder.add(done, loop.index)
+        x = builder.fmul(builder.load(builder.gep(src, [i])), scale)
+        builder.store(combine(builder.load(builder.gep(dst, [i])), x), builder.gep(dst, [i]))
+
+
+def _dynamic_sweep_typed(typingctx, S, f, pu, phi, v, rw, owes, want):
+    """:data:`dynamic_sweep`: ``S`` (2-D), ``pu``, ``phi`` and ``v`` C-contiguous float64 arrays,
+    ``f`` an integer within each, ``rw`` a float, ``owes`` and ``want`` booleans."""
     if not (_contiguous(S, 2) and _contiguous(pu, 1) and _contiguous(phi, 1)
-            and _contiguous(v, 1) and isinstance(j0, types.Integer)
-            and isinstance(f, types.Integer) and isinstance(rw, types.Float)):
+            and _contiguous(v, 1) and isinstance(f, types.Integer)
+            and isinstance(rw, types.Float) and isinstance(owes, types.Boolean)
+            and isinstance(want, types.Boolean)):
         return None
-    sig = types.void(S, j0, f, pu, phi, v, rw)
+    sig = types.void(S, f, pu, phi, v, rw, owes, want)
 
     def codegen(context, builder, signature, args):
-        S_type, j0_type, f_type, pu_type, phi_type, v_type, rw_type = signature.args
+        S_type, f_type, pu_type, phi_type, v_type, rw_type = signature.args[:6]
         S_arr = context.make_array(S_type)(context, builder, args[0])
-        pu_data = context.make_array(pu_type)(context, builder, args[3]).data
-        phi_data = context.make_array(phi_type)(context, builder, args[4]).data
-        v_data = context.make_array(v_type)(context, builder, args[5]).data
-        start = context.cast(builder, args[1], j0_type, types.intp)
-        count = context.cast(builder, args[2], f_type, types.intp)
-        rw = context.cast(builder, args[6], rw_type, types.float64)
-        intp = start.type
-        i32 = ir.IntType(32)
-        # rows j0 to j0 + 3, and the next four (only prefetched, whether they exist or not)
-        rows_and_ahead = _row_pointers(context, builder, S_arr, start, 8)
-        rows, ahead = rows_and_ahead[:4], rows_and_ahead[4:]
-        u = [builder.load(builder.gep(pu_data, [builder.add(start, ir.Constant(intp, r))]))
-             for r in range(4)]
-        p = [builder.load(builder.gep(phi_data, [builder.add(start, ir.Constant(intp, r))]))
-             for r in range(4)]
-        u_v = [_splat(builder, x) for x in u]
-        p_v = [_splat(builder, x) for x in p]
-        rw_v = _splat(builder, rw)
-        i8_ptr = ir.IntType(8).as_pointer()
-        prefetch = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [i8_ptr, i32, i32, i32]),
-            "llvm.prefetch.p0i8")
-
-        def chunk(i, diagonal):
-            """Entries ``i`` to ``i + 3`` of the four rows and of ``v``."""
-            for pointer in ahead:  # (a read, kept in every cache level; never faults)
-                builder.call(prefetch, [builder.bitcast(builder.gep(pointer, [i]), i8_ptr),
-                                        ir.Constant(i32, 0), ir.Constant(i32, 3),
-                                        ir.Constant(i32, 1)])
-            pu_i = builder.load(_vector_at(builder, pu_data, i), align=8)
-            v_i = builder.load(_vector_at(builder, v_data, i), align=8)
-            for r in range(4):
-                x = builder.fsub(builder.load(_vector_at(builder, rows[r], i), align=8),
-                                 builder.fmul(u_v[r], pu_i))
-                if diagonal:  # entry j0 + r of row j0 + r: the random walk's variance
-                    lane = ir.Constant(ir.VectorType(ir.IntType(1), 4), [k == r for k in range(4)])
-                    x = builder.select(lane, builder.fadd(x, rw_v), x)
-                builder.store(x, _vector_at(builder, rows[r], i), align=8)
-                v_i = builder.fadd(v_i, builder.fmul(x, p_v[r]))
-            builder.store(v_i, _vector_at(builder, v_data, i), align=8)
-
-        four = ir.Constant(intp, 4)
-        two = ir.Constant(intp, 2)
-        with cgutils.for_range(builder, builder.ashr(start, two)) as loop:  # left of the diagonal
-            chunk(builder.shl(loop.index, two), False)
-        chunk(start, True)
-        after = builder.add(start, four)
-        n_full = builder.ashr(count, two)
-        with cgutils.for_range(builder, builder.sub(n_full, builder.ashr(after, two))) as loop:
-            chunk(builder.add(after, builder.shl(loop.index, two)), False)
-        done = builder.shl(n_full, two)  # the last f % 4 entries, right of every diagonal
-        with cgutils.for_range(builder, builder.sub(count, done)) as loop:
-            i = builder.add(done, loop.index)
-            pu_i = builder.load(builder.gep(pu_data, [i]))
-            v_i = builder.load(builder.gep(v_data, [i]))
-            for r in range(4):
-                pointer = builder.gep(rows[r], [i])
-                x = builder.fsub(builder.load(pointer), builder.fmul(u[r], pu_i))
-                builder.store(x, pointer)
-                v_i = builder.fadd(v_i, builder.fmul(x, p[r]))
-            builder.store(v_i, builder.gep(v_data, [i]))
+        pu_data = context.make_array(pu_type)(context, builder, args[2]).data
+        phi_data = context.make_array(phi_type)(context, builder, args[3]).data
+        v_data = context.make_array(v_type)(context, builder, args[4]).data
+        count = context.cast(builder, args[1], f_type, types.intp)
+        rw = context.cast(builder, args[5], rw_type, types.float64)
+        owes = context.cast(builder, args[6], signature.args[6], types.boolean)
+        want = context.cast(builder, args[7], signature.args[7], types.boolean)
+        intp = count.type
+        zero = ir.Constant(ir.DoubleType(), 0.0)
+        with builder.if_then(want):  # v = rw phi, then each row's product added in turn
+            with cgutils.for_range(builder, count) as loop:
+                i = loop.index
+                builder.store(builder.fmul(rw, builder.load(builder.gep(phi_data, [i]))),
+                              builder.gep(v_data, [i]))
+        n_groups = builder.ashr(builder.add(count, ir.Constant(intp, 3)), ir.Constant(intp, 2))
+        four_rows = cgutils.alloca_once(builder, ir.IntType(1))
+        with cgutils.for_range(builder, n_groups) as group:
+            start = builder.shl(group.index, ir.Constant(intp, 2))
+            end = builder.add(start, ir.Constant(intp, 4))
+            builder.store(cgutils.false_bit, four_rows)
+            # four rows in lanes when the update is owed, the product wanted, and none of the
+            # group's features is 0 (phi is read only for a whole group within f)
+            whole = builder.and_(builder.and_(owes, want),
+                                 builder.icmp_signed("<=", end, count))
+            with builder.if_then(whole):
+                nonzero = cgutils.true_bit
+                for r in range(4):
+                    x = builder.load(builder.gep(phi_data,
+                                                 [builder.add(start, ir.Constant(intp, r))]))
+                    nonzero = builder.and_(nonzero, builder.fcmp_unordered("!=", x, zero))
+                builder.store(nonzero, four_rows)
+            with builder.if_else(builder.load(four_rows)) as (lanes, one_by_one):
+                with lanes:
+                    _dynamic_rows4(context, builder, S_arr, start, count, pu_data, phi_data,
+                                   v_data, rw)
+                with one_by_one:
+                    # row by row; a row with a zero feature adds nothing to v (a sparse input),
+                    # nor its rounding
+                    last = builder.select(builder.icmp_signed("<", end, count), end, count)
+                    with cgutils.for_range(builder, builder.sub(last, start)) as row_loop:
+                        j = builder.add(start, row_loop.index)
+                        row = _row_pointers(context, builder, S_arr, j, 1)[0]
+                        with builder.if_then(owes):
+                            uj = builder.load(builder.gep(pu_data, [j]))
+                            _axpy(builder, row, pu_data, uj, count, True)
+                            diagonal = builder.gep(row, [j])
+                            builder.store(builder.fadd(builder.load(diagonal), rw), diagonal)
+                        with builder.if_then(want):
+                            pj = builder.load(builder.gep(phi_data, [j]))
+                            with builder.if_then(builder.fcmp_unordered("!=", pj, zero)):
+                                _axpy(builder, v_data, row, pj, count, False)
         return context.get_dummy_value()
 
     return sig, codegen
 
 
-dynamic_rows4 = cast(Callable[..., None], intrinsic(_dynamic_rows4_typed))
-"""``dynamic_rows4(S, j0, f, pu, phi, v, rw)``: rows ``j0`` to ``j0 + 3`` of a dynamic member's
-owed update and product, on the first ``f`` entries (``j0`` a multiple of 4, ``j0 + 4 <= f``):
-for each row ``j`` in turn, ``S[j] -= pu[j] pu``, ``S[j, j] += rw``, then ``v += S[j] phi[j]``;
-the same bits as the rows one at a time. ``S``, ``pu``, ``phi`` and ``v``: C-contiguous float64
+#: (cast for mypy, as :data:`triangular_products`)
+dynamic_sweep = cast(Callable[..., None], intrinsic(_dynamic_sweep_typed))
+"""``dynamic_sweep(S, f, pu, phi, v, rw, owes, want)``: one pass over a dynamic member's
+``Sigma`` (``S``, its first ``f`` rows and columns): with ``owes`` apply the owed ``Sigma += rw I
+- pu pu'``, and with ``want`` write ``v = (Sigma + rw I) phi``, each row updated in full before
+it is read (the same numbers as applying the update first and predicting afterwards). For each
+row ``j`` in turn: ``S[j] -= pu[j] pu``, ``S[j, j] += rw``, then ``v += S[j] phi[j]`` (``v``
+starts at ``rw phi``; a row whose feature is 0 adds nothing, nor its rounding). The rows go four
+at a time when the update is owed, the product wanted and none of their features is 0: four
+entries of ``v`` then stay in a vector register through four rows, and the next four rows are
+prefetched; else one at a time, four entries at a time in vector lanes. The same bits as the
+rows one at a time in scalar code. ``S``, ``pu``, ``phi`` and ``v``: C-contiguous float64
 arrays."""

@@ -65,7 +65,7 @@ import numba
 import numpy as np
 
 from river_doebe.kernels.jit import kernel, stack_kernel
-from river_doebe.kernels.lanes import carlson_dot, dynamic_rows4, triangular_products
+from river_doebe.kernels.lanes import carlson_dot, dynamic_sweep, triangular_products
 
 __all__ = [
     "NEEDS_REPAIR",
@@ -148,34 +148,6 @@ def _static_sweep(f, owes, want, phi, mu, L, fv, e, pf, alpha0, g):
 
 
 @kernel(inline="always")
-def _dynamic_sweep(f, owes, want, phi, S, v, pu, rw):
-    """One pass over a dynamic member's ``Sigma``: apply the owed ``Sigma += rw I - pu pu'`` and
-    with ``want`` write ``v = (Sigma + rw I) phi``. The row is updated in full before it is read,
-    so the result is the same as applying the update first and predicting afterwards."""
-    if want:
-        for i in range(f):
-            v[i] = rw * phi[i]
-    for j0 in range(0, f, 4):
-        if (owes and want and j0 + 4 <= f and phi[j0] != 0.0 and phi[j0 + 1] != 0.0
-                and phi[j0 + 2] != 0.0 and phi[j0 + 3] != 0.0):
-            dynamic_rows4(S, j0, f, pu, phi, v, rw)
-            continue
-        # a row with a zero feature adds nothing to v (a sparse input), nor its rounding
-        for j in range(j0, min(j0 + 4, f)):
-            row = S[j]
-            if owes:
-                uj = pu[j]
-                for i in range(f):
-                    row[i] -= uj * pu[i]
-                row[j] += rw
-            if want:
-                pj = phi[j]
-                if pj != 0.0:
-                    for i in range(f):
-                        v[i] += row[i] * pj
-
-
-@kernel(inline="always")
 def _moments(f, is_static, phi, mu, v):
     """``(mean, q, pp)``: ``phi' mu``, the quadratic form of the prediction (``|U' phi|^2`` or
     ``phi' Sigma_pred phi``) and, for a dynamic member, ``|phi|^2``."""
@@ -227,14 +199,14 @@ def predict_member(m, phi, p, s, V, E, mean, var, repair):
         _static_sweep(f, owes, True, phi, mu[m], C[m], V[m], E[m], pvec[m], s.alpha0[m],
                       s.pg[m])
     else:
-        _dynamic_sweep(f, owes, True, phi, C[m], V[m], pvec[m], p.var_rw[m])
+        dynamic_sweep(C[m], f, pvec[m], phi, V[m], p.var_rw[m], owes, True)
     sm, q, pp = _moments(f, is_static, phi, mu[m], V[m])
     if math.isfinite(sm) and math.isfinite(q) and not is_static:
         if not q >= p.var_rw[m] * pp * (1.0 - _PSD_SLACK):
             if repair is None:
                 return NEEDS_REPAIR
             repair_covariance(C[m, :f, :f])
-            _dynamic_sweep(f, False, True, phi, C[m], V[m], pvec[m], p.var_rw[m])
+            dynamic_sweep(C[m], f, pvec[m], phi, V[m], p.var_rw[m], False, True)
             sm, q, pp = _moments(f, False, phi, mu[m], V[m])
             if q < 0.0:
                 return 3
@@ -284,7 +256,7 @@ def flush_stack(params, state, E):
             _static_sweep(p.F[m], True, False, mu[m], mu[m], C[m], mu[m], E[m], pvec[m],
                           s.alpha0[m], s.pg[m])
         else:
-            _dynamic_sweep(p.F[m], True, False, mu[m], C[m], mu[m], pvec[m], p.var_rw[m])
+            dynamic_sweep(C[m], p.F[m], pvec[m], mu[m], mu[m], p.var_rw[m], True, False)
 
 
 @kernel(inline="always")
