@@ -1,8 +1,9 @@
 """The member sweeps (``river_doebe.kernels.stack``) take a static member's square roots ahead
 of its rows, its dot products four rows at a time in vector lanes and, with an owed update,
 each row's step of Carlson's update and its product together in vector lanes, and a dynamic
-member's rows four at a time (``river_doebe.kernels.lanes``): the same bits as the row-by-row
-sweep with scalar sums that the formulas of ``kernels/stack.py`` describe."""
+member's rows four at a time or, with a zero feature among them, row by row in vector lanes
+(``river_doebe.kernels.lanes``): the same bits as the row-by-row sweep with scalar sums that the
+formulas of ``kernels/stack.py`` describe."""
 
 from __future__ import annotations
 
