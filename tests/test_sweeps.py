@@ -56,6 +56,11 @@ def carlson_dot(row, n, e, fj, beta, gam, b):
 
 
 @numba.njit
+def carlson_rows4(L, start, e, pf, b, out, sa):
+    return lanes.carlson_rows4(L, start, e, pf, b, out, sa)
+
+
+@numba.njit
 def dynamic_sweep(S, f, pu, phi, v, rw, owes, want):
     lanes.dynamic_sweep(S, f, pu, phi, v, rw, owes, want)
 
@@ -125,6 +130,43 @@ def test_a_carlson_row_in_lanes_gives_the_scalar_bits(n, pad, scale, seed):
     want = dot(row_ref, b, n)
     assert np.array_equal(got, want, equal_nan=True)
     assert np.array_equal(row, row_ref) and np.array_equal(e, e_ref)
+
+
+@hypothesis.settings(max_examples=80, deadline=None)
+@hypothesis.given(groups=st.integers(0, 10), pad=st.integers(0, 5),
+                  scale=_ROWS["scale"], seed=_ROWS["seed"])
+def test_four_carlson_rows_in_lanes_give_the_row_by_row_bits(groups, pad, scale, seed):
+    """Four rows of Carlson's step together (the entries left of their triangle in vector lanes
+    through the four rows), against the rows one after the other, each entry's step in turn and
+    each row's product in :func:`dot`'s order: the factor, the running vector (each row's
+    ``sqrt(alpha_j)`` in it until that row zeroes it), the products and the next ``sa``, at
+    magnitudes where the order of the sums shows in the last bits, and where they overflow."""
+    rng = np.random.default_rng(seed)
+    start = 4 * groups
+    n = start + 4 + pad
+    L = np.tril(rng.standard_normal((n, n))) * scale
+    pf = rng.standard_normal(n) * rng.choice([1e-3, 1.0, 1e3], n)
+    e = rng.standard_normal(n) * scale
+    e[start:start + 4] = rng.uniform(0.5, 3.0, 4)  # the rows' sqrt(alpha_j)
+    b = rng.standard_normal(n) * rng.choice([1e-3, 1.0, 1e3], n)
+    sa = float(rng.uniform(0.1, 2.0))
+    out = np.full(n, -1.0)
+    L_ref, e_ref, out_ref = L.copy(), e.copy(), out.copy()
+    sa_ref = sa
+    for j in range(start, start + 4):
+        sb = e_ref[j]
+        e_ref[j] = 0.0
+        beta, gam = sa_ref / sb, pf[j] / (sa_ref * sb)
+        for i in range(j + 1):
+            u = L_ref[j, i]
+            L_ref[j, i] = beta * u - gam * e_ref[i]
+            e_ref[i] += pf[j] * u
+        out_ref[j] = dot(L_ref[j], b, j + 1)
+        sa_ref = sb
+    got = carlson_rows4(L, start, e, pf, b, out, sa)
+    assert got == sa_ref
+    assert np.array_equal(out, out_ref, equal_nan=True)
+    assert np.array_equal(L, L_ref, equal_nan=True) and np.array_equal(e, e_ref, equal_nan=True)
 
 
 def test_non_finite_values_pass_through_a_carlson_row_as_in_the_scalar_step():

@@ -47,7 +47,7 @@ from llvmlite import ir
 from numba.core import cgutils, types
 from numba.extending import intrinsic
 
-__all__ = ["carlson_dot", "dynamic_sweep", "triangular_products"]
+__all__ = ["carlson_dot", "carlson_rows4", "dynamic_sweep", "triangular_products"]
 
 
 def _contiguous(ty: Any, ndim: int) -> bool:
@@ -238,6 +238,101 @@ entries (``row[i] = beta row[i] - gam e[i]``, then ``e[i] += fj row[i]`` with th
 value), returning the new row's product with ``b`` in the four-sum order; the same bits as the
 step entry by entry followed by the scalar sum. ``row``, ``e`` and ``b``: C-contiguous float64
 arrays."""
+
+
+def _carlson_rows4_typed(typingctx, L, start, e, pf, b, out, sa):
+    """:data:`carlson_rows4`: ``L`` (2-D), ``e``, ``pf``, ``b`` and ``out`` (1-D) C-contiguous
+    float64 arrays, ``start`` an integer (a multiple of 4, its four rows within ``L``), ``sa`` a
+    float."""
+    if not (_contiguous(L, 2) and all(_contiguous(a, 1) for a in (e, pf, b, out))
+            and isinstance(start, types.Integer) and isinstance(sa, types.Float)):
+        return None
+    sig = types.float64(L, start, e, pf, b, out, sa)
+
+    def codegen(context, builder, signature, args):
+        L_type, start_type = signature.args[:2]
+        L_arr = context.make_array(L_type)(context, builder, args[0])
+        e_data, pf_data, b_data, out_data = (
+            context.make_array(signature.args[k])(context, builder, args[k]).data
+            for k in (2, 3, 4, 5))
+        start = context.cast(builder, args[1], start_type, types.intp)
+        sa = context.cast(builder, args[6], signature.args[6], types.float64)
+        intp = start.type
+        i32 = ir.IntType(32)
+        rows_and_ahead = _row_pointers(context, builder, L_arr, start, 8)
+        rows, ahead = rows_and_ahead[:4], rows_and_ahead[4:]
+        # each row's coefficients, as the row-by-row step takes them: sb = sqrt(alpha_j) (in e
+        # until the row's turn), beta = sa / sb, gam = f_j / (sa sb), then sa = sb
+        f, beta, gam = [], [], []
+        for r in range(4):
+            j = builder.add(start, ir.Constant(intp, r))
+            sb = builder.load(builder.gep(e_data, [j]))
+            f.append(builder.load(builder.gep(pf_data, [j])))
+            beta.append(builder.fdiv(sa, sb))
+            gam.append(builder.fdiv(f[r], builder.fmul(sa, sb)))
+            sa = sb
+        f_v, beta_v, gam_v = ([_splat(builder, x) for x in xs] for xs in (f, beta, gam))
+        sums = [cgutils.alloca_once_value(builder, ir.Constant(_LANES, [0.0] * 4))
+                for _ in range(4)]
+        i8_ptr = ir.IntType(8).as_pointer()
+        prefetch = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [i8_ptr, i32, i32, i32]),
+            "llvm.prefetch.p0i8")
+        # the entries left of the four rows' triangle, four at a time: e stays in a vector
+        # register through the four rows (each entry takes its rows in turn, as row by row)
+        with cgutils.for_range(builder, builder.ashr(start, ir.Constant(intp, 2))) as loop:
+            i = builder.shl(loop.index, ir.Constant(intp, 2))
+            for pointer in ahead:  # (a read, kept in every cache level; never faults)
+                builder.call(prefetch, [builder.bitcast(builder.gep(pointer, [i]), i8_ptr),
+                                        ir.Constant(i32, 0), ir.Constant(i32, 3),
+                                        ir.Constant(i32, 1)])
+            e_i = builder.load(_vector_at(builder, e_data, i), align=8)
+            b_i = builder.load(_vector_at(builder, b_data, i), align=8)
+            for r in range(4):
+                u = builder.load(_vector_at(builder, rows[r], i), align=8)
+                new = builder.fsub(builder.fmul(beta_v[r], u), builder.fmul(gam_v[r], e_i))
+                builder.store(new, _vector_at(builder, rows[r], i), align=8)
+                e_i = builder.fadd(e_i, builder.fmul(f_v[r], u))
+                builder.store(builder.fadd(builder.load(sums[r]), builder.fmul(new, b_i)),
+                              sums[r])
+            builder.store(e_i, _vector_at(builder, e_data, i), align=8)
+        # the triangle, row after row: row start + r's r + 1 last entries (its e entry zeroed
+        # first), into its first sum in order, or for the last row into its four sums
+        for r in range(4):
+            s = [builder.extract_element(builder.load(sums[r]), ir.Constant(i32, k))
+                 for k in range(4)]
+            j = builder.add(start, ir.Constant(intp, r))
+            builder.store(ir.Constant(ir.DoubleType(), 0.0), builder.gep(e_data, [j]))
+            for k in range(r + 1):
+                i = builder.add(start, ir.Constant(intp, k))
+                at_row, at_e = builder.gep(rows[r], [i]), builder.gep(e_data, [i])
+                u = builder.load(at_row)
+                e_k = builder.load(at_e)
+                new = builder.fsub(builder.fmul(beta[r], u), builder.fmul(gam[r], e_k))
+                builder.store(new, at_row)
+                builder.store(builder.fadd(e_k, builder.fmul(f[r], u)), at_e)
+                lane = k if r == 3 else 0
+                s[lane] = builder.fadd(s[lane], builder.fmul(new, builder.load(
+                    builder.gep(b_data, [i]))))
+            total = builder.fadd(builder.fadd(s[0], s[1]), builder.fadd(s[2], s[3]))
+            builder.store(total, builder.gep(out_data, [j]))
+        return sa
+
+    return sig, codegen
+
+
+carlson_rows4 = cast(Callable[..., float], intrinsic(_carlson_rows4_typed))
+"""``carlson_rows4(L, start, e, pf, b, out, sa)``: rows ``start`` to ``start + 3`` (``start`` a
+multiple of 4) of Carlson's step on a lower-triangular factor ``L``, each row's product with
+``b`` into ``out`` in the four-sum order: the same bits as four rows of the row-by-row step
+(:data:`carlson_dot`). ``e`` holds the running vector left of ``start`` and, at entries
+``start`` to ``start + 3``, the rows' ``sqrt(alpha_j)`` (each row zeroes its entry, as the
+row-by-row step does); ``pf`` is the update's ``f`` and ``sa`` the ``sqrt(alpha)`` of the row
+before ``start``. Returns ``sqrt(alpha)`` of the last row, the next group's ``sa``. The entries
+left of the rows' triangle go four at a time, each in vector lanes through the four rows: ``e``
+is loaded and stored once for four rows, and each row's product has its own four partial sums;
+the next four rows are prefetched. ``L``, ``e``, ``pf``, ``b`` and ``out``: C-contiguous
+float64 arrays."""
 
 
 def _dynamic_rows4(context: Any, builder: Any, S_arr: Any, start: Any, count: Any,

@@ -65,7 +65,12 @@ import numba
 import numpy as np
 
 from river_doebe.kernels.jit import kernel, stack_kernel
-from river_doebe.kernels.lanes import carlson_dot, dynamic_sweep, triangular_products
+from river_doebe.kernels.lanes import (
+    carlson_dot,
+    carlson_rows4,
+    dynamic_sweep,
+    triangular_products,
+)
 
 __all__ = [
     "NEEDS_REPAIR",
@@ -116,7 +121,12 @@ def _static_sweep(f, owes, want, phi, mu, L, fv, e, pf, alpha0, g):
             a_j = a_j + pf[j] * pf[j]
             e[j] = math.sqrt(a_j)
         sa = math.sqrt(alpha0)
-        for j in range(f):
+        start = 0
+        if want:  # rows four at a time, then the rest row by row
+            start = f - f % 4
+            for j in range(0, start, 4):
+                sa = carlson_rows4(L, j, e, pf, phi, fv, sa)
+        for j in range(start, f):
             row = L[j]
             fj = pf[j]
             sb = e[j]
