@@ -1,6 +1,7 @@
 """The member sweeps (``river_doebe.kernels.stack``) take a static member's square roots ahead
 of its rows, its dot products four rows at a time in vector lanes and, with an owed update,
-each row's step of Carlson's update and its product together in vector lanes, and a dynamic
+four rows' steps of Carlson's update and their products together (the rows past the last four
+one at a time, each step with its product in vector lanes), and a dynamic
 member's rows four at a time or, with a zero feature among them, row by row in vector lanes
 (``river_doebe.kernels.lanes``): the same bits as the row-by-row sweep with scalar sums that the
 formulas of ``kernels/stack.py`` describe."""

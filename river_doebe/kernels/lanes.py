@@ -17,11 +17,13 @@ features (:func:`river_doebe.kernels.stack.predict_member`), four rows side by s
 independent vector sums, which keep the floating-point units busy where one chain would wait
 for each addition in turn.
 
-When the sweep also applies a static member's owed update, :data:`carlson_dot` does one row's
-step of Carlson's update and that row's product together, four entries at a time: the row is
-read and written once, and its product, whose four partial sums are the lanes of one vector,
-comes with it. Each entry of the row and of the running vector ``e`` takes the scalar step's
-operations (lane by lane, in the same order, without fused multiply-adds).
+When the sweep also applies a static member's owed update, :data:`carlson_rows4` does four
+rows' steps of Carlson's update and their products together: the running vector ``e`` is loaded
+once, taken through the four rows in a vector register and stored once, and each row's product
+has its own four partial sums; the rows past the last group of four go one at a time
+(:data:`carlson_dot`: a row's step and its product in one pass, four entries at a time). Each
+entry of a row and of ``e`` takes the scalar step's operations (lane by lane, in the same
+order, without fused multiply-adds).
 
 A dynamic member's owed update and product (:data:`dynamic_sweep`) go four rows at a time:
 four entries of ``v = Sigma_pred phi`` stay in a vector register through four rows, which
@@ -82,6 +84,25 @@ def _row_pointers(context: Any, builder: Any, array: Any, start: Any, n: int) ->
     return [cgutils.get_item_pointer2(context, builder, array.data, shape, strides, "C",
                                       [builder.add(start, ir.Constant(start.type, r)), zero])
             for r in range(n)]
+
+
+def _prefetcher(builder: Any) -> Callable[[list, Any], None]:
+    """A function that emits a prefetch of entry ``i`` of each of the given rows (pointers to
+    float64 entries): a read, kept in every cache level, which never faults (a row past the
+    array's end may be named)."""
+    i8_ptr = ir.IntType(8).as_pointer()
+    i32 = ir.IntType(32)
+    prefetch = cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(ir.VoidType(), [i8_ptr, i32, i32, i32]),
+        "llvm.prefetch.p0i8")
+
+    def emit(pointers: list, i: Any) -> None:
+        for pointer in pointers:
+            builder.call(prefetch, [builder.bitcast(builder.gep(pointer, [i]), i8_ptr),
+                                    ir.Constant(i32, 0), ir.Constant(i32, 3),
+                                    ir.Constant(i32, 1)])
+
+    return emit
 
 
 def _rows4_products(context: Any, builder: Any, L_arr: Any, b_data: Any, out_data: Any,
@@ -274,18 +295,12 @@ def _carlson_rows4_typed(typingctx, L, start, e, pf, b, out, sa):
         f_v, beta_v, gam_v = ([_splat(builder, x) for x in xs] for xs in (f, beta, gam))
         sums = [cgutils.alloca_once_value(builder, ir.Constant(_LANES, [0.0] * 4))
                 for _ in range(4)]
-        i8_ptr = ir.IntType(8).as_pointer()
-        prefetch = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [i8_ptr, i32, i32, i32]),
-            "llvm.prefetch.p0i8")
+        prefetch = _prefetcher(builder)
         # the entries left of the four rows' triangle, four at a time: e stays in a vector
         # register through the four rows (each entry takes its rows in turn, as row by row)
         with cgutils.for_range(builder, builder.ashr(start, ir.Constant(intp, 2))) as loop:
             i = builder.shl(loop.index, ir.Constant(intp, 2))
-            for pointer in ahead:  # (a read, kept in every cache level; never faults)
-                builder.call(prefetch, [builder.bitcast(builder.gep(pointer, [i]), i8_ptr),
-                                        ir.Constant(i32, 0), ir.Constant(i32, 3),
-                                        ir.Constant(i32, 1)])
+            prefetch(ahead, i)
             e_i = builder.load(_vector_at(builder, e_data, i), align=8)
             b_i = builder.load(_vector_at(builder, b_data, i), align=8)
             for r in range(4):
@@ -342,7 +357,6 @@ def _dynamic_rows4(context: Any, builder: Any, S_arr: Any, start: Any, count: An
     lanes of a vector (the diagonal's random-walk variance added in its lane by a select, which
     leaves the other lanes' bits alone, a signed zero included), the rest one at a time."""
     intp = start.type
-    i32 = ir.IntType(32)
     # rows start to start + 3, and the next four (only prefetched, whether they exist or not)
     rows_and_ahead = _row_pointers(context, builder, S_arr, start, 8)
     rows, ahead = rows_and_ahead[:4], rows_and_ahead[4:]
@@ -353,17 +367,11 @@ def _dynamic_rows4(context: Any, builder: Any, S_arr: Any, start: Any, count: An
     u_v = [_splat(builder, x) for x in u]
     p_v = [_splat(builder, x) for x in p]
     rw_v = _splat(builder, rw)
-    i8_ptr = ir.IntType(8).as_pointer()
-    prefetch = cgutils.get_or_insert_function(
-        builder.module, ir.FunctionType(ir.VoidType(), [i8_ptr, i32, i32, i32]),
-        "llvm.prefetch.p0i8")
+    prefetch = _prefetcher(builder)
 
     def chunk(i, diagonal):
         """Entries ``i`` to ``i + 3`` of the four rows and of ``v``."""
-        for pointer in ahead:  # (a read, kept in every cache level; never faults)
-            builder.call(prefetch, [builder.bitcast(builder.gep(pointer, [i]), i8_ptr),
-                                    ir.Constant(i32, 0), ir.Constant(i32, 3),
-                                    ir.Constant(i32, 1)])
+        prefetch(ahead, i)
         pu_i = builder.load(_vector_at(builder, pu_data, i), align=8)
         v_i = builder.load(_vector_at(builder, v_data, i), align=8)
         for r in range(4):
