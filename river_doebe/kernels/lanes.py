@@ -198,6 +198,24 @@ the last ``n mod 4`` one at a time. ``L`` (2-D), ``b`` and ``out`` (1-D): C-cont
 arrays."""
 
 
+def _carlson_step(builder: Any, row: Any, e: Any, b: Any, i: Any, vector: bool, f: Any,
+                  beta: Any, gam: Any) -> Any:
+    """Emit Carlson's step on entry ``i`` of a row (entries ``i`` to ``i + 3`` in the lanes of a
+    vector with ``vector``; ``f``, ``beta``, ``gam`` then vectors too): ``row[i] = beta row[i] -
+    gam e[i]``, then ``e[i] += f row[i]`` with the row's old value; returns the new value's
+    product with ``b[i]`` (``row``, ``e``, ``b``: pointers to float64 entries)."""
+    def at(pointer):
+        return _vector_at(builder, pointer, i) if vector else builder.gep(pointer, [i])
+
+    align = 8 if vector else None
+    u = builder.load(at(row), align=align)
+    e_i = builder.load(at(e), align=align)
+    new = builder.fsub(builder.fmul(beta, u), builder.fmul(gam, e_i))
+    builder.store(new, at(row), align=align)
+    builder.store(builder.fadd(e_i, builder.fmul(f, u)), at(e), align=align)
+    return builder.fmul(new, builder.load(at(b), align=align))
+
+
 def _carlson_dot_typed(typingctx, row, n, e, fj, beta, gam, b):
     """:data:`carlson_dot`: the first ``4 floor(n / 4)`` entries four at a time in the lanes of
     a vector (the product's four partial sums in the lanes of another), the rest one at a time
@@ -220,20 +238,8 @@ def _carlson_dot_typed(typingctx, row, n, e, fj, beta, gam, b):
         intp = count.type
         f_v, beta_v, gam_v = (_splat(builder, x) for x in (f_j, beta_j, gam_j))
 
-        def at(pointer, i, vector):
-            return _vector_at(builder, pointer, i) if vector else builder.gep(pointer, [i])
-
         def step(i, vector, f, beta, gam):
-            """Entry (or entries) ``i``: the row's new value, ``e`` moved on; returns the new
-            value's product with ``b``."""
-            align = 8 if vector else None
-            u = builder.load(at(row_data, i, vector), align=align)
-            e_i = builder.load(at(e_data, i, vector), align=align)
-            new = builder.fsub(builder.fmul(beta, u), builder.fmul(gam, e_i))
-            builder.store(new, at(row_data, i, vector), align=align)
-            builder.store(builder.fadd(e_i, builder.fmul(f, u)), at(e_data, i, vector),
-                          align=align)
-            return builder.fmul(new, builder.load(at(b_data, i, vector), align=align))
+            return _carlson_step(builder, row_data, e_data, b_data, i, vector, f, beta, gam)
 
         sums = cgutils.alloca_once_value(builder, ir.Constant(_LANES, [0.0] * 4))
         n_steps = builder.ashr(count, ir.Constant(intp, 2))
@@ -320,15 +326,9 @@ def _carlson_rows4_typed(typingctx, L, start, e, pf, b, out, sa):
             builder.store(ir.Constant(ir.DoubleType(), 0.0), builder.gep(e_data, [j]))
             for k in range(r + 1):
                 i = builder.add(start, ir.Constant(intp, k))
-                at_row, at_e = builder.gep(rows[r], [i]), builder.gep(e_data, [i])
-                u = builder.load(at_row)
-                e_k = builder.load(at_e)
-                new = builder.fsub(builder.fmul(beta[r], u), builder.fmul(gam[r], e_k))
-                builder.store(new, at_row)
-                builder.store(builder.fadd(e_k, builder.fmul(f[r], u)), at_e)
                 lane = k if r == 3 else 0
-                s[lane] = builder.fadd(s[lane], builder.fmul(new, builder.load(
-                    builder.gep(b_data, [i]))))
+                s[lane] = builder.fadd(s[lane], _carlson_step(
+                    builder, rows[r], e_data, b_data, i, False, f[r], beta[r], gam[r]))
             total = builder.fadd(builder.fadd(s[0], s[1]), builder.fadd(s[2], s[3]))
             builder.store(total, builder.gep(out_data, [j]))
         return sa
