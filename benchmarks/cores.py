@@ -32,6 +32,7 @@ import argparse
 import datetime
 import json
 import os
+import pickle
 import time
 
 import numba
@@ -202,8 +203,12 @@ class _Clock:
         core.predict_stack_parallel = self._timed("sweep", sweep_parallel)
         core.Engine._featurize = self._timed("featurize", featurize)
         if threaded_update:
+            flags: dict[int, np.ndarray] = {}  # (by stack size: allocated once, not a sample)
+
             def threaded(engine, y):
-                ok = np.empty(engine.M, dtype=np.bool_)
+                ok = flags.get(engine.M)
+                if ok is None:
+                    ok = flags[engine.M] = np.empty(engine.M, dtype=np.bool_)
                 return update_on_threads(engine.order, engine._kernel_params,
                                          engine._kernel_state, engine.V, engine.mean,
                                          engine.var, y, engine.loglik, ok)
@@ -241,8 +246,6 @@ def _segments(runs: dict, data: list, segment: int, clock: _Clock) -> dict:
 
 def stream_rows(model, data: list, sweep: dict) -> dict:
     """One sample at a time, one thread against two, and the update on the threads."""
-    import pickle
-
     blob = pickle.dumps(model)
     clock = _Clock()
     runs = {
