@@ -43,6 +43,7 @@ from throughput import ensemble_90, stream
 import river_doebe
 from river_doebe.datasets import Friedman1
 from river_doebe.engine import core
+from river_doebe.engine.threads import time_the_spin
 from river_doebe.kernels.gaussian import _can_learn, _learn
 from river_doebe.kernels.jit import kernel, stack_kernel
 from river_doebe.kernels.stack import (
@@ -277,6 +278,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     load_before = os.getloadavg()
     started = datetime.datetime.now().isoformat(timespec="seconds")
+    # the machine rows start Numba's threads themselves: the library's timed spin first, as its
+    # first parallel stack would have it
+    time_the_spin()
+    print(f"GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT')}", flush=True)
     machine = machine_rows(args.repeats)
     for name, row in machine.items():
         print(f"{name}: two threads {row['two_threads_over_one']:.2f}x one", flush=True)
@@ -295,6 +300,7 @@ def main(argv=None):
         "cpus": os.cpu_count(),
         "numba_threads": numba.config.NUMBA_NUM_THREADS,
         "threading_layer": numba.threading_layer(),
+        "gomp_spincount": os.environ.get("GOMP_SPINCOUNT"),
         "load_before": load_before,
         "load_after": os.getloadavg(),
         "machine": machine,

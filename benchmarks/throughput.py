@@ -757,6 +757,7 @@ def main(argv=None):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             payload["quiet_pairs"] = quiet_pair_rows(args.busy_n, args.repeats)
+        payload["quiet_pairs"]["gomp_spincount"] = os.environ.get("GOMP_SPINCOUNT")
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(payload, indent=2))
         for name, row in payload["quiet_pairs"]["rows"].items():

@@ -18,9 +18,10 @@ explicit count always wins: ``river_doebe.set_num_threads(1)`` (never parallel, 
 per process in a pool), ``set_num_threads(n)`` with ``n >= 2`` (the threads always, untimed),
 ``with river_doebe.num_threads(1): ...`` for a block of code, or the environment variable
 ``RIVER_DOEBE_THREADS`` (a number, or ``auto``); ``river_doebe.get_num_threads()`` reads the
-count. Unless ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` is set, importing the package sets
-``GOMP_SPINCOUNT`` so that an idle OpenMP thread stops spinning after about half a millisecond
-(see :mod:`river_doebe.engine.threads`).
+count. Unless ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` is set, the package sets
+``GOMP_SPINCOUNT`` so that an idle OpenMP thread stops spinning after about half a millisecond,
+timed on the processor before the first ensemble starts the threads (see
+:mod:`river_doebe.engine.threads`).
 
 Many keyed streams (a model per key, the keys spread over Ray actors) are
 :class:`river_doebe.distributed.KeyedModels`, with Ray as an optional dependency

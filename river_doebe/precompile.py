@@ -49,6 +49,7 @@ from river_doebe.basis import (
 from river_doebe.conf import Recalibrated
 from river_doebe.datasets import Friedman1
 from river_doebe.engine.threads import compiled
+from river_doebe.kernels import spin
 from river_doebe.kernels.jit import buy_all
 
 __all__ = ["precompile"]
@@ -167,6 +168,9 @@ def precompile(threads: bool = True, warmup: int = 120, samples: int = 320,
     rows = _regression_rows(max(samples, warmup + 200))
     labelled = [(x, y > 14.0) for x, y in rows]  # (Friedman #1's median is about 14)
     compiles_before, seconds_before = compiled()
+    # the loop that times OpenMP's spin before a process' first parallel stack (it runs only
+    # when the threads have not started, which a process that ran anything may have done)
+    spin.round_seconds(rounds=1, repeats=1)
     passes = [1]
     if threads and numba.config.NUMBA_NUM_THREADS >= 2:  # type: ignore[attr-defined, unused-ignore]
         passes.append(numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined, unused-ignore]

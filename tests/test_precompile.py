@@ -112,7 +112,7 @@ with event.install_listener("numba:compile", Listener()):
         model.predict_one(x, with_dist=True)
         model.learn_one(x, y)
     before = list(names)
-    recalibrated._UPDATE.rent = recalibrated._UPDATE.paid + 0.01  # then the rent is paid
+    recalibrated._UPDATE.rent = recalibrated._UPDATE.paid + 1e-4  # then the rent is paid
     for x, y in data[200:]:
         model.predict_one(x, with_dist=True)
         model.learn_one(x, y)

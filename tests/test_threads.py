@@ -8,6 +8,7 @@ import os
 import pickle
 import subprocess
 import sys
+import time
 
 import numba
 import numpy as np
@@ -18,6 +19,7 @@ import river_doebe.engine.threads as threads
 from river_doebe import DOBE, DOEBE, EDOEBE, DOBEClassifier, DOEBEClassifier
 from river_doebe.basis import HilbertGP, Linear, RandomFourierFeatures
 from river_doebe.engine import num_threads
+from river_doebe.kernels import spin
 
 two_threads = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
                                  reason="one thread only on this machine")
@@ -249,6 +251,98 @@ def test_the_environment_sets_the_starting_value():
     assert run(OMP_WAIT_POLICY="PASSIVE")[0] == ["None", "None"]
     _, err = run(RIVER_DOEBE_THREADS="two")
     assert "RIVER_DOEBE_THREADS must be a positive integer or 'auto', got 'two'" in err
+    # the first stack that may use the threads times the spin before Numba starts them
+    started = ("import river_doebe.engine.threads as t, os; t.use_threads(10**6, 90); "
+               "print(t._setting[0], os.environ.get('GOMP_SPINCOUNT'))")
+    out = subprocess.run([sys.executable, "-c", started], env={**env, "NUMBA_NUM_THREADS": "2"},
+                         capture_output=True, text=True, cwd=ROOT).stdout.split()
+    if spin.X86:
+        low, high = threads._SPIN_LIMITS
+        assert out[0] == "None" and low <= int(out[1]) <= high
+    else:
+        assert out == ["None", threads.SPIN_COUNT]
+    out = subprocess.run([sys.executable, "-c", started],
+                         env={**env, "NUMBA_NUM_THREADS": "2", "GOMP_SPINCOUNT": "7"},
+                         capture_output=True, text=True, cwd=ROOT).stdout.split()
+    assert out == ["None", "7"]
+
+
+@pytest.fixture
+def untimed_spin(monkeypatch):
+    """The library's spin as its import leaves it, Numba's threads not started (as far as the
+    library can tell), and a pause of 10 ns."""
+    from numba.np.ufunc import parallel
+
+    monkeypatch.setenv("GOMP_SPINCOUNT", threads.SPIN_COUNT)
+    monkeypatch.setattr(threads, "_spin_untimed", [True])
+    monkeypatch.setattr(parallel, "_is_initialized", False)
+    monkeypatch.setattr(spin, "round_seconds", lambda: 1e-8)
+    return parallel
+
+
+def test_the_spin_is_timed_before_the_threads_start(untimed_spin):
+    threads.time_the_spin()
+    assert os.environ["GOMP_SPINCOUNT"] == str(round(threads.SPIN_SECONDS / 1e-8))
+    assert threads._spin_untimed == [False]
+
+
+def test_only_the_first_stack_that_may_use_the_threads_times_the_spin(monkeypatch):
+    calls = []
+
+    def timed():
+        calls.append(1)
+        threads._spin_untimed[0] = False
+
+    monkeypatch.setattr(threads, "_spin_untimed", [True])
+    monkeypatch.setattr(threads, "time_the_spin", timed)
+    with num_threads(None):
+        threads.use_threads(100, 2)  # (too small for its threads one sample at a time)
+        threads.use_threads(10, 1, rows=64)  # (a single learner)
+        assert calls == []
+        threads.use_threads(10**6, 90)
+        threads.use_threads(10**6, 90)
+        threads.use_threads(100, 2, rows=64)
+    assert calls == [1]
+
+
+@pytest.mark.parametrize("seconds, count", [(1e-3, 1_000), (1e-12, 10_000_000), (None, None)])
+def test_a_timed_spin_out_of_range_is_bounded_and_an_untimed_one_kept(untimed_spin, monkeypatch,
+                                                                       seconds, count):
+    monkeypatch.setattr(spin, "round_seconds", lambda: seconds)
+    threads.time_the_spin()
+    assert os.environ["GOMP_SPINCOUNT"] == (threads.SPIN_COUNT if count is None else str(count))
+
+
+@pytest.mark.parametrize("case", ["started", "changed"])
+def test_the_spin_is_left_alone_when_openmp_may_have_read_it_or_it_is_not_the_librarys(
+        untimed_spin, monkeypatch, case):
+    # (a count of the user's own: the import leaves ``_spin_untimed`` unset, see
+    # test_the_environment_sets_the_starting_value)
+    if case == "started":
+        monkeypatch.setattr(untimed_spin, "_is_initialized", True)
+    elif case == "changed":
+        monkeypatch.setenv("GOMP_SPINCOUNT", "123")
+    before = os.environ["GOMP_SPINCOUNT"]
+    threads.time_the_spin()
+    assert os.environ["GOMP_SPINCOUNT"] == before
+    assert threads._spin_untimed == [False]
+
+
+@pytest.mark.skipif(not spin.X86, reason="the pause is timed on x86 only")
+def test_a_pause_is_timed_to_a_positive_finite_duration_that_grows_with_the_rounds():
+    one = spin.round_seconds(rounds=2_000, repeats=3)
+    assert one is not None and 0 < one < 1e-5
+    # the loop is not optimised away: ten times the rounds take several times longer
+    spin._pauses(1)
+    best = {}
+    for rounds in (2_000, 20_000):
+        times = []
+        for _ in range(5):
+            start = time.perf_counter_ns()
+            spin._pauses(rounds)
+            times.append(time.perf_counter_ns() - start)
+        best[rounds] = min(times)
+    assert best[20_000] > 3 * best[2_000]
 
 
 # ------------------------------------------------------------------ the numbers

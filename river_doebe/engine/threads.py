@@ -39,13 +39,19 @@ The compile time is kept out of every call's time too, so a probe that compiles 
 judged by it.
 
 The GNU OpenMP runtime (Numba's ``omp`` threading layer) keeps a thread that has no work
-spinning for 300,000 rounds before it sleeps. Between the per-sample
-parallel regions of a busy machine that spinning thread is one more CPU-bound thread, fighting
-the process' own main thread and everything else. Unless the user set ``OMP_WAIT_POLICY`` or
-``GOMP_SPINCOUNT``, importing the library sets ``GOMP_SPINCOUNT`` to :data:`SPIN_COUNT` (enough
-to stay awake from one sample to the next on a quiet machine, short enough to give the core back
-soon on a busy one). It takes effect if OpenMP starts after the
-import (it reads its environment once, when it starts), and touches no other OpenMP runtime.
+spinning for 300,000 rounds before it sleeps. Between the per-sample parallel regions of a busy
+machine that spinning thread is one more CPU-bound thread, fighting the process' own main thread
+and everything else; but a thread that has gone to sleep takes tens of microseconds to wake at
+the next region, one sample at a time. So unless the user set ``OMP_WAIT_POLICY`` or
+``GOMP_SPINCOUNT``, the library sets ``GOMP_SPINCOUNT`` to the rounds that last
+:data:`SPIN_SECONDS`: enough to stay awake from one sample to the next on a quiet machine, short
+enough to give the core back soon on a busy one. A round is no fixed time (x86's ``pause`` in
+it takes 5 to 15 times longer on some processors than on others,
+:mod:`river_doebe.kernels.spin`), so the count is timed, once a process, just before the
+library first starts Numba's threads (OpenMP reads its environment once, when it starts):
+importing the library sets :data:`SPIN_COUNT` until then, which is also the count where the
+round cannot be timed. It touches no other OpenMP runtime, and nothing if Numba's threads were
+started before the library's first parallel call.
 """
 
 from __future__ import annotations
@@ -60,12 +66,14 @@ import numba
 import numpy as np
 from numba.core import event
 
+from river_doebe.kernels import spin
 from river_doebe.kernels.jit import in_disk_cache, twin_seconds
 
 __all__ = [
     "PARALLEL_MIN_MEMBERS",
     "PARALLEL_MIN_WORK",
     "SPIN_COUNT",
+    "SPIN_SECONDS",
     "UNCACHED_TWINS_SECONDS",
     "Pace",
     "balanced_order",
@@ -74,6 +82,7 @@ __all__ = [
     "num_threads",
     "set_num_threads",
     "threads_ready",
+    "time_the_spin",
     "use_threads",
 ]
 
@@ -86,17 +95,46 @@ __all__ = [
 PARALLEL_MIN_WORK = 20_000
 PARALLEL_MIN_MEMBERS = 8
 
-#: the ``GOMP_SPINCOUNT`` the library sets when the user set no OpenMP wait policy (see the
-#: module docstring; the choice is measured in ``benchmarks/results/throughput.json``)
+#: how long an idle OpenMP thread spins before it sleeps, when the user set no OpenMP wait
+#: policy (see the module docstring; measured in ``benchmarks/results/engine.md``)
+SPIN_SECONDS = 5e-4
+
+#: the ``GOMP_SPINCOUNT`` the import sets when the user set no OpenMP wait policy, until the
+#: count of :data:`SPIN_SECONDS` is timed (and where it cannot be): half a millisecond on the
+#: processor where it was chosen, whose ``pause`` took about 50 ns
 SPIN_COUNT = "10000"
+
+#: the bounds of the timed count (a round far out of the range measured is a broken timing)
+_SPIN_LIMITS = (1_000, 10_000_000)
+
+#: whether the library set ``GOMP_SPINCOUNT`` and has not timed it yet
+_spin_untimed = [False]
 
 
 def _yield_when_idle() -> None:
     if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
         os.environ["GOMP_SPINCOUNT"] = SPIN_COUNT
+        _spin_untimed[0] = True
 
 
 _yield_when_idle()
+
+
+def time_the_spin() -> None:
+    """Set ``GOMP_SPINCOUNT`` to the rounds of :data:`SPIN_SECONDS` on this processor, if the
+    library set it at its import, no one changed it since and Numba's threads have not started
+    (then OpenMP has not read it yet); once a process. The first stack that may use the threads
+    calls it; a program that starts Numba's threads itself before that (its own parallel code,
+    ``numba.get_num_threads()``) calls it first to have the timed count."""
+    _spin_untimed[0] = False
+    from numba.np.ufunc import parallel  # (Numba has no public "started" flag)
+
+    if getattr(parallel, "_is_initialized", True) or os.environ.get("GOMP_SPINCOUNT") != SPIN_COUNT:
+        return
+    seconds = spin.round_seconds()
+    if seconds is not None and seconds > 0:
+        low, high = _SPIN_LIMITS
+        os.environ["GOMP_SPINCOUNT"] = str(min(max(round(SPIN_SECONDS / seconds), low), high))
 
 
 def _from_environment() -> int | None:
@@ -155,6 +193,8 @@ def use_threads(work: int, members: int, rows: int = 1) -> bool:
         return False
     if rows == 1 and (members < PARALLEL_MIN_MEMBERS or work < PARALLEL_MIN_WORK):
         return False
+    if _spin_untimed[0]:
+        time_the_spin()  # (before the first ``numba.get_num_threads``, which starts them)
     if numba.get_num_threads() != n:
         numba.set_num_threads(n)
     return True

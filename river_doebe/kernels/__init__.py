@@ -12,7 +12,9 @@ stack; the engine (:mod:`river_doebe.engine`) only sequences the calls.
   likelihoods side by side, each turning a target into per-member log-likelihoods and the gain and
   curvature of the update it records;
 - :mod:`~river_doebe.kernels.weights`: switching and model-averaging steps of the log weights, and
-  the predictive mixture.
+  the predictive mixture;
+- :mod:`~river_doebe.kernels.spin`: how long a round of an idle OpenMP thread's spin lasts on this
+  processor (the engine sets the spin in time, not in rounds).
 
 The bases' featurisation kernels live with their bases (:mod:`river_doebe.basis`).
 """
