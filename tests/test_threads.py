@@ -230,7 +230,7 @@ def test_the_parallel_twins_wait_until_the_serial_calls_have_paid_for_the_compil
         numba.core.event.unregister("numba:compile", threads._bill)
 
 
-@pytest.mark.slow  # six fresh interpreters, each importing the package
+@pytest.mark.slow  # eight fresh interpreters, each importing the package
 def test_the_environment_sets_the_starting_value():
     code = ("import river_doebe.engine.threads as t, os; "
             "print(t._setting[0], os.environ.get('GOMP_SPINCOUNT'))")
