@@ -46,12 +46,12 @@ the next region, one sample at a time. So unless the user set ``OMP_WAIT_POLICY`
 ``GOMP_SPINCOUNT``, the library sets ``GOMP_SPINCOUNT`` to the rounds that last
 :data:`SPIN_SECONDS`: enough to stay awake from one sample to the next on a quiet machine, short
 enough to give the core back soon on a busy one. A round is no fixed time (x86's ``pause`` in
-it takes 5 to 15 times longer on some processors than on others,
-:mod:`river_doebe.kernels.spin`), so the count is timed, once a process, just before the
-library first starts Numba's threads (OpenMP reads its environment once, when it starts):
-importing the library sets :data:`SPIN_COUNT` until then, which is also the count where the
-round cannot be timed. It touches no other OpenMP runtime, and nothing if Numba's threads were
-started before the library's first parallel call.
+it took 9 ns on one machine of ``benchmarks/results/engine.md``, where the count chosen on
+another gave about 50 ns a round; :mod:`river_doebe.kernels.spin`), so the count is timed, once
+a process, just before the library first starts Numba's threads (OpenMP reads its environment
+once, when it starts): importing the library sets :data:`SPIN_COUNT` until then, which is also
+the count where the round cannot be timed. It touches no other OpenMP runtime, and nothing if
+Numba's threads were started before the library's first parallel call.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ SPIN_SECONDS = 5e-4
 
 #: the ``GOMP_SPINCOUNT`` the import sets when the user set no OpenMP wait policy, until the
 #: count of :data:`SPIN_SECONDS` is timed (and where it cannot be): half a millisecond on the
-#: processor where it was chosen, whose ``pause`` took about 50 ns
+#: processor where it was chosen (about 50 ns a round there, not timed)
 SPIN_COUNT = "10000"
 
 #: the bounds of the timed count (a round far out of the range measured is a broken timing)

@@ -2,9 +2,9 @@
 
 The GNU OpenMP runtime (libgomp, behind Numba's ``omp`` threading layer) keeps a thread that has
 run out of work spinning for ``GOMP_SPINCOUNT`` rounds before it sleeps; on x86 each round reads
-a flag and issues the processor's ``pause`` hint. How long a ``pause`` takes differs several
-times over between processors (about 140 cycles on Skylake to Cascade Lake servers, about 9 ns
-on the newer one of ``benchmarks/results/engine.md``), so a count of rounds is no fixed time.
+a flag and issues the processor's ``pause`` hint. How long a ``pause`` takes differs between
+processors (9 ns on one machine of ``benchmarks/results/engine.md``, where the count chosen on
+another meant about 50 ns a round), so a count of rounds is no fixed time.
 :func:`round_seconds` times a loop of the same hint here, so that
 :mod:`river_doebe.engine.threads` can set the count that lasts the time it wants.
 
