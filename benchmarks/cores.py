@@ -19,7 +19,13 @@ caches. This script measures, in one process, rounds interleaved, best of ``--re
   took the second thread as in ``sweep`` and everything else stayed as measured on one thread;
 - ``update_on_threads``: the learn step's per-member update (``gaussian_update``) run on the
   threads too (a parallel twin written here, the members split as the sweep splits them),
-  against the library's serial update, both with the sweep on two threads.
+  against the library's serial update, both with the sweep on two threads;
+- ``cache``: what the sweep's pass over the stack costs the rest of a sample. The members'
+  factors are larger than a core's cache, so each sweep streams them through it and leaves
+  little of what the rest of a sample uses (:func:`member_rows`: a member swept from the cache
+  and streamed; :func:`rest_rows`: a sample's time outside the sweep and the update, in the
+  stream, without the sweep, and with a read of the factors' size in its place).
+  ``bound_with_the_rest_in_cache`` is ``bound`` with that rest as fast as without the sweep.
 
 Writes JSON (default ``benchmarks/results/cores.json``) with the load before and after.
 
@@ -271,6 +277,87 @@ def stream_rows(model, data: list, sweep: dict) -> dict:
     }
 
 
+# ------------------------------------------------------------------ the caches
+def member_rows(model, repeats: int, calls: int = 200) -> dict:
+    """Microseconds a member of the predict sweep (serial kernel, an owed update applied at
+    every call), by kind: a few members swept again and again, whose factors stay in the core's
+    cache, against all the members of the kind and the whole stack, which stream through it."""
+    engine = model._engine
+    state = State(*(a.copy() for a in engine._kernel_state))
+    state.pvec[:] *= 1e-3  # (owed updates small enough to be applied again and again)
+    static = engine._kernel_params[1]
+
+    def per_member(order):
+        best = np.inf
+        for _ in range(repeats):
+            start = time.perf_counter()
+            for _ in range(calls):
+                state.pend[:] = True
+                predict_stack(order, engine.Phi, engine.src, engine._kernel_params,
+                              tuple(state), engine.V, engine.E, engine.mean, engine.var,
+                              engine.status, None)
+            best = min(best, (time.perf_counter() - start) / calls / len(order))
+        return best * 1e6
+
+    rows = {}
+    for kind, members in (("static", np.flatnonzero(static)), ("dynamic", np.flatnonzero(~static))):
+        members = members.astype(np.int64)
+        rows[kind] = {"in_cache_us": per_member(members[:8].copy()),
+                      "streamed_us": per_member(members)}
+    rows["stack"] = {"streamed_us": per_member(engine.order),
+                     "factor_megabytes": state.C.nbytes / 2**20,
+                     "members": int(engine.M)}
+    return rows
+
+
+def rest_rows(model, data: list, segment: int = 500) -> dict:
+    """One thread, one sample at a time: microseconds a sample outside the predict sweep and
+    the learn step's update (the featurisation, the weights, river's loop and the library's
+    Python), three ways, segments interleaved:
+
+    - ``in the stream``: as a stream runs them, each sample after its sweep;
+    - ``without the sweep``: the sweep and the update replaced by calls that do nothing (the
+      members neither predict nor learn any more; a copy of the model), so the rest of a sample
+      finds the caches as the previous sample's rest left them;
+    - ``with a read instead``: the sweep replaced by a sum over a buffer of the stack's
+      factors' size (its time left out), the update by nothing: the rest after the caches were
+      swept without any of the sweep's arithmetic."""
+    clock = _Clock()
+    buffer = np.ones(model._engine._kernel_state[1].size)
+    blob = pickle.dumps(model)
+
+    def nothing(*args):
+        return 0
+
+    def read(*args):
+        start = time.perf_counter_ns()
+        buffer.sum()
+        clock.parts["sweep"] = clock.parts.get("sweep", 0) + time.perf_counter_ns() - start
+        return 0
+
+    ways = {"in the stream": None, "without the sweep": nothing, "with a read instead": read}
+    models = {name: pickle.loads(blob) for name in ways}
+    totals = {name: [0, 0] for name in ways}  # (nanoseconds outside the sweep and update, samples)
+    for k, i in enumerate(range(0, len(data), segment)):
+        rows = data[i:i + segment]
+        for name in (list(ways) if k % 2 == 0 else list(ways)[::-1]):
+            clock.install(False)
+            if ways[name] is not None:
+                core.predict_stack = ways[name]
+                core.Engine._update_members = lambda engine, y: 0
+            clock.parts = {}
+            with river_doebe.num_threads(1):
+                start = time.perf_counter_ns()
+                stream(models[name], rows, "sample")
+                elapsed = time.perf_counter_ns() - start
+            inside = clock.parts.get("sweep", 0) + clock.parts.get("update", 0)
+            if k > 0:  # (the first segment: the substitutes' first calls)
+                totals[name][0] += elapsed - inside
+                totals[name][1] += len(rows)
+    clock.restore()
+    return {name: ns / n / 1e3 for name, (ns, n) in totals.items()}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -295,6 +382,26 @@ def main(argv=None):
     print(f"per sample: two threads {per_sample['two_threads_over_one']:.2f}x one "
           f"(bound {per_sample['bound']:.2f}x); the update on the threads "
           f"{per_sample['update_on_threads_over_serial_update']:.2f} of the time", flush=True)
+    members = member_rows(model, args.repeats)
+    for kind in ("static", "dynamic"):
+        row = members[kind]
+        print(f"{kind} member: {row['in_cache_us']:.2f} us in the cache, "
+              f"{row['streamed_us']:.2f} us streamed", flush=True)
+    rest = rest_rows(model, data)
+    print("outside the sweep and update, one thread: "
+          + ", ".join(f"{k} {v:.0f} us" for k, v in rest.items()), flush=True)
+    one = per_sample["us_per_sample"]["one thread"]
+    # the ratio one sample at a time would reach with the sweep on two threads as in ``sweep``
+    # and everything else as fast as it runs when the caches keep it (``without the sweep``)
+    warm = one["update"] + rest["without the sweep"]
+    cache = {
+        "members": members,
+        "rest_us_per_sample": rest,
+        "bound_with_the_rest_in_cache": (one["sweep"] + warm)
+        / (one["sweep"] / sweep["parallel_over_serial"] + warm),
+    }
+    print(f"bound with the rest in the cache: {cache['bound_with_the_rest_in_cache']:.2f}x",
+          flush=True)
     payload = {
         "started": started,
         "cpus": os.cpu_count(),
@@ -306,6 +413,7 @@ def main(argv=None):
         "machine": machine,
         "sweep": sweep,
         "per_sample": per_sample,
+        "cache": cache,
     }
     with open(args.out, "w") as fh:
         json.dump(payload, fh, indent=2)
