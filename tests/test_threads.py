@@ -172,6 +172,41 @@ def test_an_explicit_thread_count_always_wins(clock):
         assert not _drive(threads.Pace(), clock, slow_threads, 50, members=1).any()
 
 
+@two_threads
+def test_a_stack_runs_on_the_numba_count_of_the_setting_whoever_changed_it_on_any_thread():
+    # the count is read from Numba's threading layer itself once the threads run (not through
+    # numba.get_num_threads and its locks), and still on every call: a count that Numba's own
+    # API changed in between, or that another thread has, is set again before the kernel runs
+    import threading
+
+    n = numba.config.NUMBA_NUM_THREADS
+    with num_threads(None):
+        assert threads.use_threads(10**6, 100)
+        getter = threads._numba_count[0]
+        assert getter is not numba.get_num_threads or not hasattr(
+            numba.np.ufunc.parallel, "_get_num_threads")
+        try:
+            numba.set_num_threads(1)
+            assert threads.use_threads(10**6, 100)
+            assert numba.get_num_threads() == n
+            with num_threads(2):
+                numba.set_num_threads(1)
+                assert threads.use_threads(10**6, 100) and numba.get_num_threads() == 2
+            seen = []
+
+            def other_thread():
+                numba.set_num_threads(1)
+                seen.append(threads.use_threads(10**6, 100))
+                seen.append(numba.get_num_threads())
+
+            worker = threading.Thread(target=other_thread)
+            worker.start()
+            worker.join()
+            assert seen == [True, n]
+        finally:
+            numba.set_num_threads(n)
+
+
 class _Kernel:
     """Stands for a dispatcher in a compile event: what the bill reads of it."""
 

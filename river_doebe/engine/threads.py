@@ -59,12 +59,13 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numba
 import numpy as np
 from numba.core import event
+from numba.np.ufunc import parallel
 
 from river_doebe.kernels import spin
 from river_doebe.kernels.jit import in_disk_cache, twin_seconds
@@ -127,8 +128,7 @@ def time_the_spin() -> None:
     calls it; a program that starts Numba's threads itself before that (its own parallel code,
     ``numba.get_num_threads()``) calls it first to have the timed count."""
     _spin_untimed[0] = False
-    from numba.np.ufunc import parallel  # (Numba has no public "started" flag)
-
+    # (Numba has no public "started" flag)
     if getattr(parallel, "_is_initialized", True) or os.environ.get("GOMP_SPINCOUNT") != SPIN_COUNT:
         return
     seconds = spin.round_seconds()
@@ -188,16 +188,31 @@ def use_threads(work: int, members: int, rows: int = 1) -> bool:
     then decides whether it does."""
     if members < 2:  # a single learner: decided before anything else (its every step asks)
         return False
-    n = get_num_threads()
+    # (get_num_threads' body: a large stack calls this once a sample, and each call of a
+    # sample comes back cold into the caches that its predict sweep emptied)
+    n = _setting[0]
+    launched: int = numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined, unused-ignore]
+    if n is None or n > launched:
+        n = launched
     if n < 2:
         return False
     if rows == 1 and (members < PARALLEL_MIN_MEMBERS or work < PARALLEL_MIN_WORK):
         return False
     if _spin_untimed[0]:
         time_the_spin()  # (before the first ``numba.get_num_threads``, which starts them)
-    if numba.get_num_threads() != n:
+    count = _numba_count[0]
+    if count() != n:
         numba.set_num_threads(n)
+    if count is numba.get_num_threads:  # (Numba's threads run now: their layer's own getter)
+        _numba_count[0] = getattr(parallel, "_get_num_threads", count)
     return True
+
+
+#: what gives Numba's thread count of the calling thread: ``numba.get_num_threads`` until it has
+#: started Numba's threads, then the function of the threading layer it calls itself (Numba's
+#: own, ``numba.np.ufunc.parallel._get_num_threads``, when it has it) without the two locks it
+#: takes first, which cost a large stack 7-12 us a sample (``benchmarks/results/engine.md``)
+_numba_count: list[Callable[[], int]] = [numba.get_num_threads]
 
 
 #: the clock of :class:`Pace` and of the compile bill (nanoseconds; a test may replace it)
@@ -369,11 +384,12 @@ class Pace:
             self._t0 = None
             return True
         now = _clock()
+        elsewhere = _elsewhere()
         if self._t0 is not None:
-            self._count(now - self._t0)
-        self._t0, self._units, self._billed = now, rows, _elsewhere()
+            self._count(now - self._t0, elsewhere)
+        self._t0, self._units, self._billed = now, rows, elsewhere
         self.calls += 1
-        if not threads_ready():  # the serial kernels pay toward the twins' compile first
+        if not (_ready[0] or threads_ready()):  # the serial kernels pay toward the twins first
             return False
         self.parallel_calls += self.parallel
         return self.parallel
@@ -389,7 +405,7 @@ class Pace:
     def stop(self) -> None:
         """The call started last has ended (else its time runs to the next :meth:`start`)."""
         if self._t0 is not None:
-            self._count(_clock() - self._t0)
+            self._count(_clock() - self._t0, _elsewhere())
             self._t0 = None
 
     def forget(self) -> None:
@@ -397,8 +413,10 @@ class Pace:
         self._t0 = None
 
     # ------------------------------------------------------------------ bookkeeping
-    def _count(self, elapsed: int) -> None:
-        elapsed -= _elsewhere() - self._billed  # (a compile or a twin: not the call's time)
+    def _count(self, elapsed: int, elsewhere: int) -> None:
+        """Count a call of ``elapsed`` nanoseconds that ended when :func:`_elsewhere` was
+        ``elsewhere``."""
+        elapsed -= elsewhere - self._billed  # (a compile or a twin: not the call's time)
         if not _ready[0]:  # a serial call before the twins may be timed: rent paid, no probe
             _paid[0] += max(elapsed, 0)
             return
