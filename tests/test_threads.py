@@ -64,6 +64,23 @@ def test_the_threads_run_where_they_pay_and_not_where_they_do_not(clock):
 
 
 @two_threads
+def test_between_probes_a_chunk_reads_the_clock_once(clock, monkeypatch):
+    reads = []
+
+    def counted():
+        reads.append(clock.now)
+        return clock.now
+
+    monkeypatch.setattr(threads, "_clock", counted)
+    with num_threads(None):
+        pace = threads.Pace()
+        modes = _drive(pace, clock, lambda p, i: 550 if p else 1000, 2000)
+    assert modes[48:].all()  # the first probe's six chunks, then the threads
+    probe = pace.rounds * 2 * pace.chunk  # (each call of a probe timed on its own)
+    assert len(reads) == probe + (2000 - probe) // pace.chunk
+
+
+@two_threads
 def test_a_machine_that_becomes_busy_falls_back_within_a_few_hundred_samples(clock):
     def cost(parallel, i):
         if i < 3000:  # quiet: the threads pay

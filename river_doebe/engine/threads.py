@@ -335,8 +335,12 @@ class Pace:
 
     A call is timed from its start to the start of the next (:meth:`start`), so what the
     threads cost outside the kernel (a spinning thread taking the core from the main thread)
-    counts too, or to :meth:`stop` when that is called. Which kernels run never changes a number
-    (each member's arithmetic is its own), so neither does anything here.
+    counts too, or to :meth:`stop` when that is called. During a probe, and while the serial
+    calls pay toward the twins' compile, each call is timed on its own; between probes a chunk's
+    calls are timed together, one reading of the clock a chunk: a large stack calls this once a
+    sample, and each reading of a sample comes back cold into the caches its sweep emptied
+    (``benchmarks/results/engine.md``). Which kernels run never changes a number (each member's
+    arithmetic is its own), so neither does anything here.
     """
 
     MARGIN = 0.9
@@ -344,7 +348,8 @@ class Pace:
 
     __slots__ = ("chunk", "rounds", "first", "longest", "probe_rows", "parallel", "_plan",
                  "_serial", "_threads", "_recent", "_wait", "_left", "_left_calls", "_t0", "_units",
-                 "_billed", "_sum", "_sum_units", "_ref", "_probing", "calls", "parallel_calls")
+                 "_span", "_billed", "_sum", "_sum_units", "_ref", "_probing", "calls",
+                 "parallel_calls")
 
     def __init__(self, chunk: int = 8, rounds: int = 3, first: int = 32, longest: int = 512,
                  probe_rows: int = 0):
@@ -360,7 +365,12 @@ class Pace:
         self._wait = self.first
         self._ref = np.inf
         self._recent: list[float] = []
-        self._t0: int | None = None  # when the call being timed started (None: none is)
+        # when the calls being timed started (None: none is), how many there are, their units
+        # and the time spent elsewhere then (see _elsewhere)
+        self._t0: int | None = None
+        self._span = 0
+        self._units = 0
+        self._billed = 0
         self._begin_probe()
 
     def restack(self) -> None:
@@ -383,14 +393,20 @@ class Pace:
         if _setting[0] is not None:  # an explicit thread count: no timing, no choice
             self._t0 = None
             return True
-        now = _clock()
-        elsewhere = _elsewhere()
-        if self._t0 is not None:
-            self._count(now - self._t0, elsewhere)
-        self._t0, self._units, self._billed = now, rows, elsewhere
         self.calls += 1
-        if not (_ready[0] or threads_ready()):  # the serial kernels pay toward the twins first
-            return False
+        if (self._t0 is not None and self._span < self._left_calls and not self._probing
+                and _ready[0]):
+            # a chunk's next call between probes: timed with the chunk's first
+            self._span += 1
+            self._units += rows
+        else:
+            now = _clock()
+            elsewhere = _elsewhere()
+            if self._t0 is not None:
+                self._count(now - self._t0 - (elsewhere - self._billed))
+            self._t0, self._units, self._span, self._billed = now, rows, 1, elsewhere
+            if not (_ready[0] or threads_ready()):  # the serial kernels pay toward the twins
+                return False
         self.parallel_calls += self.parallel
         return self.parallel
 
@@ -405,7 +421,7 @@ class Pace:
     def stop(self) -> None:
         """The call started last has ended (else its time runs to the next :meth:`start`)."""
         if self._t0 is not None:
-            self._count(_clock() - self._t0, _elsewhere())
+            self._count(_clock() - self._t0 - (_elsewhere() - self._billed))
             self._t0 = None
 
     def forget(self) -> None:
@@ -413,16 +429,16 @@ class Pace:
         self._t0 = None
 
     # ------------------------------------------------------------------ bookkeeping
-    def _count(self, elapsed: int, elsewhere: int) -> None:
-        """Count a call of ``elapsed`` nanoseconds that ended when :func:`_elsewhere` was
-        ``elsewhere``."""
-        elapsed -= elsewhere - self._billed  # (a compile or a twin: not the call's time)
+    def _count(self, elapsed: int) -> None:
+        """Count the ``_span`` calls timed since ``_t0``, which took ``elapsed`` nanoseconds
+        (what a compile or a twin took in between is not theirs, and is left out by the
+        caller)."""
         if not _ready[0]:  # a serial call before the twins may be timed: rent paid, no probe
             _paid[0] += max(elapsed, 0)
             return
         self._sum += elapsed
         self._sum_units += self._units
-        self._left_calls -= 1
+        self._left_calls -= self._span
         if self._left_calls == 0:
             cost = self._sum / self._sum_units
             self._new_chunk()
