@@ -188,12 +188,7 @@ def use_threads(work: int, members: int, rows: int = 1) -> bool:
     then decides whether it does."""
     if members < 2:  # a single learner: decided before anything else (its every step asks)
         return False
-    # (get_num_threads' body: a large stack calls this once a sample, and each call of a
-    # sample comes back cold into the caches that its predict sweep emptied)
-    n = _setting[0]
-    launched: int = numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined, unused-ignore]
-    if n is None or n > launched:
-        n = launched
+    n = get_num_threads()
     if n < 2:
         return False
     if rows == 1 and (members < PARALLEL_MIN_MEMBERS or work < PARALLEL_MIN_WORK):
@@ -403,7 +398,7 @@ class Pace:
             now = _clock()
             elsewhere = _elsewhere()
             if self._t0 is not None:
-                self._count(now - self._t0 - (elsewhere - self._billed))
+                self._count(now, elsewhere)
             self._t0, self._units, self._span, self._billed = now, rows, 1, elsewhere
             if not (_ready[0] or threads_ready()):  # the serial kernels pay toward the twins
                 return False
@@ -421,7 +416,7 @@ class Pace:
     def stop(self) -> None:
         """The call started last has ended (else its time runs to the next :meth:`start`)."""
         if self._t0 is not None:
-            self._count(_clock() - self._t0 - (_elsewhere() - self._billed))
+            self._count(_clock(), _elsewhere())
             self._t0 = None
 
     def forget(self) -> None:
@@ -429,10 +424,11 @@ class Pace:
         self._t0 = None
 
     # ------------------------------------------------------------------ bookkeeping
-    def _count(self, elapsed: int) -> None:
-        """Count the ``_span`` calls timed since ``_t0``, which took ``elapsed`` nanoseconds
-        (what a compile or a twin took in between is not theirs, and is left out by the
-        caller)."""
+    def _count(self, now: int, elsewhere: int) -> None:
+        """Count the ``_span`` calls timed since ``_t0``, ended at ``now`` when
+        :func:`_elsewhere` was ``elsewhere``."""
+        assert self._t0 is not None  # (a span being timed)
+        elapsed = now - self._t0 - (elsewhere - self._billed)  # (a compile or a twin: not theirs)
         if not _ready[0]:  # a serial call before the twins may be timed: rent paid, no probe
             _paid[0] += max(elapsed, 0)
             return
