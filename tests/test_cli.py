@@ -313,6 +313,16 @@ def test_the_fitted_warmup_is_a_fifth_of_a_short_stream_at_least_50(n, expected)
     assert streams.fitted_warmup(fast, n) == min(expected, fast)
 
 
+def test_the_static_then_drift_stream_runs_on_any_length(capsys):
+    # its drift starts halfway whatever --n is (a fixed 5,000 refused every shorter stream)
+    assert datasets.StaticThenDrift(n_samples=1000).n_static_ == 500
+    assert datasets.StaticThenDrift().n_static_ == 5000  # the paper's setting, as before
+    status = cli.main(["evaluate", "--stream", "static_then_drift", "--n", "300", "--n-samples",
+                       "1", "--starts", "1", "--no-progress", "--peers", "blr"])
+    assert status == 0
+    assert "static_then_drift" in capsys.readouterr().out
+
+
 def test_a_stream_shorter_than_the_default_warmup_runs_with_a_fitted_one(tmp_path, capsys):
     out = tmp_path / "short.json"
     status = cli.main(["evaluate", "--n", "300", "--n-samples", "1", "--starts", "1",
@@ -475,9 +485,12 @@ def test_a_csv_stream_cut_short_closes_its_file(drift_csv, capsys):
         ([], ["a", "b", "y"], [], "'bad.csv' has no data rows"),
         ([["1", "2", "3"], ["4", "5", "3"]], ["a", "b", "y"], [],
          "the target column 'y' of 'bad.csv' is constant"),
+        ([["1", "2", "3"]], ["a", "a", "y"], [],
+         "'bad.csv' names the column 'a' more than once; give each column its own name"),
     ],
     ids=["text-feature", "empty-target", "text-target", "nan", "no-target", "unknown-drop",
-         "drop-target", "no-features", "short-row", "no-rows", "constant-target"],
+         "drop-target", "no-features", "short-row", "no-rows", "constant-target",
+         "repeated-column"],
 )
 def test_bad_csv_files_are_one_line_errors(tmp_path, capsys, rows, header, extra, message):
     path = _write_csv(tmp_path / "bad.csv", rows, header)

@@ -153,6 +153,7 @@ def load_csv(
     drop = list(dict.fromkeys(drop))
     ys: list[float] = []
     try:
+        _check_header(path, name)
         with _csv_rows(path) as rows:
             features, empty = _check_rows(rows, name, target, drop, n, ys)
     except (OSError, UnicodeDecodeError, csv.Error) as err:
@@ -163,6 +164,24 @@ def load_csv(
     if not var_y > 0:
         raise CLIError(f"the target column {target!r} of {name} is constant; nMSE is undefined")
     return path.name, CSVStream(path, target, features, drop, empty), len(ys), var_y
+
+
+def _check_header(path: Path, name: str) -> None:
+    """Refuse a header that names a column twice: river's rows are dicts, in which the last
+    of the two columns would silently take the other's place."""
+    from river.stream import utils
+
+    buffer = utils.open_filepath(str(path), "infer")
+    try:
+        header = next(csv.reader(buffer), [])
+    finally:
+        buffer.close()
+    twice = list(dict.fromkeys(c for c in header if header.count(c) > 1))
+    if twice:
+        raise CLIError(
+            f"{name} names the column{'s' if len(twice) > 1 else ''} "
+            f"{', '.join(map(repr, twice))} more than once; give each column its own name"
+        )
 
 
 def _check_rows(

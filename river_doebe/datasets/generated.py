@@ -294,7 +294,8 @@ class StaticThenDrift(_WithNoiseless):
 
     _doc_parameters = (
         "n_samples",
-        ("n_static", "Number of samples drawn from the fixed function before the drift starts."),
+        ("n_static", "Number of samples drawn from the fixed function before the drift starts "
+                     "(``None``: the first half of the stream)."),
         "n_features",
         ("n_basis", "Number of sine functions per input $K$."),
         "drift",
@@ -327,7 +328,7 @@ class StaticThenDrift(_WithNoiseless):
     def __init__(
         self,
         n_samples=10000,
-        n_static=5000,
+        n_static=None,
         n_features=4,
         n_basis=5,
         drift=0.01,
@@ -335,20 +336,25 @@ class StaticThenDrift(_WithNoiseless):
         seed=0,
     ):
         super().__init__(n_samples, n_features)
-        if not 0 <= n_static <= n_samples:
+        self.n_static = n_static
+        if not 0 <= self.n_static_ <= n_samples:
             raise ValueError(f"n_static must lie in [0, n_samples], got {n_static}")
         if n_features < 1 or n_basis < 1:
             raise ValueError("n_features and n_basis must be positive")
         if drift < 0 or noise < 0:
             raise ValueError("drift and noise must be non-negative")
-        self.n_static = n_static
         self.n_basis = n_basis
         self.drift = drift
         self.noise = noise
         self.seed = seed
 
+    @property
+    def n_static_(self) -> int:
+        """The number of static samples in effect."""
+        return self.n_samples // 2 if self.n_static is None else int(self.n_static)
+
     def _draw(self):
-        n, d, K, n_static = self.n_samples, self.n_features, self.n_basis, self.n_static
+        n, d, K, n_static = self.n_samples, self.n_features, self.n_basis, self.n_static_
         rng = np.random.RandomState(self.seed)
         c0 = rng.standard_normal(size=(d, K))
         X = rng.uniform(-1.0, 1.0, size=(n, d))
