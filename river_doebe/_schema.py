@@ -318,7 +318,8 @@ def check_target(y: Any) -> float:
     """Validate a regression target and return it as a float."""
     if type(y) is float and y - y == 0.0:  # the usual case, without the ABC checks below
         return y
-    if isinstance(y, str | bytes) or not isinstance(y, numbers.Real):
+    # NumPy's bool_ is no numbers.Real, but counts as 0/1 as a bool does (and as in the features)
+    if isinstance(y, str | bytes) or not isinstance(y, numbers.Real | np.bool_):
         raise TypeError(f"the target must be a real number, got {type(y).__name__} ({y!r})")
     try:
         y = float(y)

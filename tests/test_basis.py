@@ -651,6 +651,12 @@ def test_invalid_arguments(make):
         make()
 
 
+def test_linear_bias_is_true_or_false():
+    with pytest.raises(TypeError, match="bias must be True or False, got 'x'"):
+        Linear(bias="x")
+    assert Linear(bias=np.False_).bias == np.False_
+
+
 # ------------------------------------------------------------------------- river conventions
 # (every basis is checked with its _unit_test_params in test_estimators.py)
 def test_check_estimator_after_with_hyper():

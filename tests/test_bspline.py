@@ -272,6 +272,9 @@ def test_edoebe_warms_up_with_the_spline_family():
         (lambda: BSpline(boundary="wide"), "boundary"),
         (lambda: BSpline(boundary=((0.0, 1.0), (0.0, 1.0))).initialize(3), "boundary"),
         (lambda: BSpline(n_features=9).initialize(3), "n_features=9"),
+        # too few for a single input: refused at construction, whatever the inputs
+        (lambda: BSpline(n_features=2), "n_features=2 is too few"),
+        (lambda: BSpline(n_features=3, degree=3), "n_features=3 is too few"),
         (lambda: BSpline(n_features=4, degree=1, penalty_order=4).initialize(1), "penalty_order"),
         (lambda: BSpline(smoothness=(1.0, 2.0)).initialize(3), "smoothness"),
     ],

@@ -965,6 +965,12 @@ def test_numpy_scalars_are_numbers_and_bools_count_as_0_1():
     np.testing.assert_array_equal(a.posterior[0], b.posterior[0])
     with pytest.raises(ValueError, match="'z'.*too large"):
         DOBE().learn_one({"z": np.longdouble("1e4000")}, 1.0)
+    # a target counts its NumPy bool as 0/1 as it counts a bool
+    a, b = DOBE(), DOBE()
+    for t in range(4):
+        a.learn_one(plain, np.bool_(t % 2))
+        b.learn_one(plain, bool(t % 2))
+    assert pickle.dumps(a) == pickle.dumps(b)
 
 
 def test_replay_window_after_the_warm_up_goes_through_the_standardisation():

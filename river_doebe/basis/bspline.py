@@ -239,6 +239,13 @@ class BSpline(_PositiveHyperBasis):
         self._lam = _check_lengthscale(smoothness, name="smoothness")
         _check_positive_int(degree, "degree")
         _check_positive_int(penalty_order, "penalty_order")
+        # too few for one input is too few for any number of inputs: refused now, not at the
+        # first sample (the count per input is checked again once the inputs are known)
+        if n_features < degree + 1 or n_features <= penalty_order:
+            raise ValueError(
+                f"n_features={n_features!r} is too few: BSpline needs at least degree + 1 = "
+                f"{degree + 1} and more than penalty_order = {penalty_order} B-splines per input"
+            )
         for name, value in (("ridge", ridge), ("boundary_factor", boundary_factor)):
             if (
                 isinstance(value, bool)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from river_doebe._checks import check_bool
 from river_doebe.basis.base import Basis
 from river_doebe.kernels.jit import stack_kernel
 
@@ -48,6 +49,7 @@ class Linear(Basis):
 
     def __init__(self, bias: bool = True):
         self.bias = bias
+        check_bool("bias", bias)
 
     def _init(self, n_inputs):
         pass
