@@ -50,7 +50,8 @@ class ArrayEstimator(BatchPath):
     river method goes through the array hooks ``_predict_z``, ``_learn_z`` and
     ``_log_density_z``, which a model that transforms arrays or targets (the warm-up E-DOEBE)
     overrides. A sample the filters refuse (:class:`river_doebe.engine.FilterError`) is
-    reported naming its largest input, with the model unchanged.
+    reported naming its largest input (and, learning a regression target, the target), with
+    the model unchanged.
     """
 
     _engine: Engine | None = None
@@ -204,18 +205,22 @@ class ArrayEstimator(BatchPath):
         Z = schema.frame_to_array(X, fill)
         return Z, (lambda: self._ignore(new)) if new else (lambda: None)
 
-    def _refused(self, err: FilterError, x: dict, what: str) -> FilterError:
-        """The engine's refusal, reworded for the user: what was refused, and the input most
-        likely to blame."""
+    def _refused(self, err: FilterError, x: dict, what: str, y: Any = None) -> FilterError:
+        """The engine's refusal, reworded for the user: what was refused, and what is most
+        likely to blame: the largest input and, when a regression target was being learnt,
+        the target (a huge target makes the update overflow whatever the inputs)."""
         largest: tuple[Any, Any] | None = None
         for name, v in x.items():
             if isinstance(v, numbers.Real) and (largest is None or abs(v) > abs(largest[1])):
                 largest = (name, v)
         hint = f"; its largest input is {largest[0]!r} = {largest[1]!r}" if largest else ""
+        scale = "the inputs (e.g. preprocessing.StandardScaler)"
+        if y is not None:
+            hint += f" and its target is {y!r}"
+            scale = "the inputs (e.g. preprocessing.StandardScaler) or the target"
         return FilterError(
             f"{type(self).__name__} cannot {what} this sample safely ({err}){hint}. The model "
-            "is unchanged; scale the inputs (e.g. preprocessing.StandardScaler) or drop the "
-            "sample"
+            f"is unchanged; scale {scale} or drop the sample"
         )
 
     if TYPE_CHECKING:  # river's Base, which every estimator of the package mixes in after this
@@ -334,7 +339,7 @@ class ArrayRegressor(ArrayEstimator):
         except FilterError as err:
             if undo is not None:
                 undo()
-            raise self._refused(err, x, "learn") from None
+            raise self._refused(err, x, "learn", y) from None
 
     def learn_many(self, X: pd.DataFrame | list[dict], y: pd.Series | list) -> None:
         """Learn the rows of a DataFrame (or a list of dicts) in order, in blocks: the model ends

@@ -212,6 +212,20 @@ def test_finite_but_extreme_inputs_are_refused_and_change_nothing(make, x):
         assert all(math.isfinite(v) for v in values)
 
 
+def test_a_huge_target_is_named_in_its_refusal():
+    """The report: a target of 1e300 was refused naming only the largest input, a harmless
+    0.1, and the advice to scale the inputs."""
+    model = EDOEBE(n_warmup=20, seed=0)
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        a = float(rng.uniform(-1, 1))
+        model.learn_one({"a": a}, math.sin(3 * a))
+    before = pickle.dumps(model)
+    with pytest.raises(ValueError, match=r"'a' = 0.1 and its target is 1e\+300.*or the target"):
+        model.learn_one({"a": 0.1}, 1e300)
+    assert pickle.dumps(model) == before
+
+
 def test_a_refused_sample_that_brought_a_new_feature_leaves_no_trace():
     model = DOBE(AdditivePolynomial(3), var_rw=1e-3)
     for i in range(10):
