@@ -420,6 +420,8 @@ class BaseEDOEBE(BaseEnsemble):
         ``feature_names`` (default ``x0``, ``x1``, ...); the dicts of the stream must use those
         names. ``params`` are the constructor's (``models`` excluded). The members are fitted on
         the first ``n_warmup`` rows (by default all of them); the rest are learnt as a stream.
+        A history whose target never varied has nothing to fit: the model is returned still
+        warming up, as a stream of those rows would leave it (see the class docstring).
         """
         if params.get("models") is not None:
             raise ValueError("from_batch warms a model up; explicit models need no warm-up")
@@ -435,7 +437,13 @@ class BaseEDOEBE(BaseEnsemble):
         Z = X[:, [names.index(c) for c in model._schema.names]]
         w = min(int(model.n_warmup), n)
         model._warm = Fallback.from_window(Z[:w], targets[:w], cls.task)
-        model._finish_warmup()
+        if cls.task == "regression" and target_is_constant(targets[:w]):
+            # nothing to fit, as on a stream: the fallback predicts and the window starts again
+            # at the first target that differs
+            model._adaptor = StandardisedModel(model._warm, AsGiven(), True)
+            model._wait_for_a_varying_target(model._warm, float(targets[0]))
+        else:
+            model._finish_warmup()
         for z, t in zip(Z[w:], targets[w:]):
             model._learn_z(z, t)
         return model
