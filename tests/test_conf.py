@@ -15,10 +15,11 @@ from hypothesis import strategies as st
 from river import base, linear_model, preprocessing
 from scipy import integrate
 
-from river_doebe import metrics
+from river_doebe import DOBE, DOEBE, EDOEBE, DOBEClassifier, metrics
 from river_doebe.calibration import crps, crps_from_cdf, crps_gaussian, crps_mixture
 from river_doebe.conf import Interval, Recalibrated, RecalibratedDistribution, _kernels
 from river_doebe.distributions import GaussianMixture, gaussian
+from river_doebe.preprocessing import TargetStandardScaler
 
 # ---------------------------------------------------------------------------------------------
 # A wrapped model whose predictive is set from outside: adversarial sequences in milliseconds
@@ -394,6 +395,123 @@ def test_clone_starts_afresh():
 def test_bad_parameters_are_rejected_by_name(params, match):
     with pytest.raises(ValueError, match=match):
         Recalibrated(Scripted(), **params)
+
+
+@pytest.mark.parametrize("make, shown", [
+    (lambda: DOBEClassifier(), "DOBEClassifier"),
+    (lambda: preprocessing.StandardScaler() | DOBEClassifier(),
+     "StandardScaler | DOBEClassifier"),
+    (lambda: preprocessing.StandardScaler(), "StandardScaler"),
+    (lambda: None, "None"),
+    (lambda: DOBE, "<class 'river_doebe.learner.DOBE'>"),
+], ids=["classifier", "pipeline-ending-in-a-classifier", "transformer", "none", "a-class"])
+def test_a_model_that_is_not_a_regressor_is_refused_by_name(make, shown):
+    # a classifier was accepted and failed at its first prediction, on with_dist
+    with pytest.raises(TypeError) as err:
+        Recalibrated(make())
+    message = str(err.value)
+    assert message.startswith("regressor must be a river regressor")
+    assert f"got {shown}:" in message
+    assert "DOBE()" in message and "EDOEBE(recalibrate=False)" in message
+
+
+class _KeywordsOnly(base.Regressor):
+    """A regressor whose ``predict_one`` takes any keyword and returns a number (as river's
+    ``KNNRegressor``): a ``**kwargs`` is not the convention's ``with_dist``."""
+
+    def learn_one(self, x, y):
+        pass
+
+    def predict_one(self, x, **kwargs):
+        return 0.0
+
+
+@pytest.mark.parametrize("make, shown, step", [
+    (lambda: linear_model.LinearRegression(), "LinearRegression", "LinearRegression"),
+    (lambda: preprocessing.StandardScaler() | linear_model.LinearRegression(),
+     "StandardScaler | LinearRegression", "LinearRegression"),
+    (lambda: _KeywordsOnly(), "_KeywordsOnly", "_KeywordsOnly"),
+    (lambda: preprocessing.StandardScaler() | _KeywordsOnly(), "StandardScaler | _KeywordsOnly",
+     "_KeywordsOnly"),
+], ids=["linear-regression", "pipeline", "kwargs-only", "pipeline-kwargs-only"])
+def test_a_regressor_without_a_predictive_distribution_is_refused_by_name(make, shown, step):
+    # a pipeline drops the with_dist its last step does not name: the number it returns would
+    # have been read as a distribution
+    with pytest.raises(TypeError) as err:
+        Recalibrated(make())
+    message = str(err.value)
+    assert message.startswith(f"regressor={shown} gives no predictive distribution")
+    assert f"the predict_one of {step} takes no with_dist" in message
+    assert "BayesianLinearRegression" in message and "RegressionJackknife" in message
+
+
+@pytest.mark.parametrize("make, shown", [
+    (lambda: Recalibrated(Scripted()), "Recalibrated(Scripted)"),
+    (lambda: preprocessing.StandardScaler() | Recalibrated(Scripted()),
+     "StandardScaler | Recalibrated(Scripted)"),
+    (lambda: TargetStandardScaler(
+        Recalibrated(Scripted())), "TargetStandardScaler(Recalibrated(Scripted))"),
+    (lambda: Recalibrated(Scripted(), gate=True), "Recalibrated(Scripted)"),
+], ids=["recalibrated", "pipeline-ending-in-one", "target-scaler-of-one", "gated"])
+def test_a_recalibrated_model_is_not_recalibrated_again(make, shown):
+    # it was accepted, and its distribution (whose PITs its own map makes uniform) mapped twice
+    with pytest.raises(ValueError) as err:
+        Recalibrated(make())
+    message = str(err.value)
+    assert message.startswith(f"regressor={shown} recalibrates its predictive distribution")
+    assert "use it as it is" in message and "own regressor (Scripted)" in message
+
+
+def test_a_model_that_recalibrates_itself_is_refused_by_the_parameter_s_name():
+    with pytest.raises(ValueError) as err:
+        Recalibrated(preprocessing.StandardScaler() | EDOEBE())
+    message = str(err.value)
+    assert message.startswith("regressor=StandardScaler | EDOEBE recalibrates its predictive")
+    assert "wrap EDOEBE(recalibrate=False) instead" in message
+    # the recalibrated model inside a Recalibrated is named as the Recalibrated, outermost
+    with pytest.raises(ValueError, match=r"own regressor \(EDOEBE\)"):
+        Recalibrated(Recalibrated(EDOEBE(recalibrate=False)))
+
+
+class _KeywordOnlyDist(Scripted):
+    """The convention's ``with_dist`` as a keyword-only parameter: the wrapper passes it by
+    name."""
+
+    def predict_one(self, x, *, with_dist=False):
+        return super().predict_one(x, with_dist=with_dist)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: DOBE(),
+    lambda: preprocessing.StandardScaler() | DOBE(),
+    lambda: preprocessing.StandardScaler() | (
+        preprocessing.StandardScaler() | DOBE()),
+    lambda: EDOEBE(recalibrate=False),
+    lambda: DOEBE([DOBE()]),
+    lambda: linear_model.BayesianLinearRegression(),
+    lambda: preprocessing.StandardScaler() | linear_model.BayesianLinearRegression(),
+    lambda: TargetStandardScaler(
+        DOBE()),
+], ids=["DOBE", "pipeline", "nested-pipeline", "EDOEBE-recalibrate-false", "DOEBE",
+        "BayesianLinearRegression", "pipeline-BayesianLinearRegression", "TargetStandardScaler"])
+def test_regressors_with_a_predictive_distribution_are_wrapped(make):
+    model = Recalibrated(make())
+    for i in range(5):
+        x = {"a": float(i), "b": 1.0 - i}
+        assert isinstance(model.predict_one(x, with_dist=True), RecalibratedDistribution)
+        model.learn_one(x, 2.0 * i)
+    assert isinstance(model.predict_one(x, with_interval=True), Interval)
+    assert isinstance(model.predict_one(x), float)
+    assert model.n_updates_ == 5
+
+
+@pytest.mark.parametrize("regressor", [Scripted, _KeywordOnlyDist])
+def test_the_convention_s_with_dist_is_accepted_however_declared(regressor):
+    model = Recalibrated(regressor())
+    x = {"m": 1.0, "s": 2.0}
+    assert model.predict_one(x, with_dist=True).cdf(1.0) == pytest.approx(0.5)
+    model.learn_one(x, 1.0)
+    assert model.n_updates_ == 1
 
 
 def test_a_bad_target_is_refused_before_anything_changes():

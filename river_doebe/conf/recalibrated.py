@@ -3,6 +3,7 @@ model's predictive CDF (see :mod:`river_doebe.conf`)."""
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 
@@ -10,6 +11,7 @@ import numpy as np
 from river import base
 from river.conf import Interval
 
+from river_doebe._compat import is_regressor
 from river_doebe.conf import _kernels
 from river_doebe.conf.distribution import RecalibratedDistribution
 from river_doebe.distributions import gaussian
@@ -54,19 +56,70 @@ def _check_level(name: str, value) -> float:
     return float(value)
 
 
-def _recalibrates_itself(model, depth: int = 0) -> bool:
-    """Whether ``model``, the last step of a pipeline or the regressor of a wrapper it is
-    recalibrates its own predictive (an ``EDOEBE(recalibrate=True)``): its distribution is not
-    one this wrapper can map."""
-    if depth > 8:
-        return False
-    if getattr(model, "recalibration_", None) is not None:
-        return True
+#: how deep the checks of ``regressor`` look through pipelines and wrappers (a cycle of
+#: wrappers would otherwise never end)
+_MAX_DEPTH = 8
+
+
+def _last_step(model):
+    """The step that predicts: the last step of a pipeline (of a pipeline ending in one ...),
+    else ``model`` itself."""
+    for _ in range(_MAX_DEPTH):
+        steps = getattr(model, "steps", None)
+        if not (isinstance(steps, dict) and steps):
+            break
+        model = list(steps.values())[-1]
+    return model
+
+
+def _describe(model, depth: int = 0) -> str:
+    """``model`` in a line, for an error message (river's repr of a pipeline takes dozens):
+    ``StandardScaler | LinearRegression``, ``TargetStandardScaler(DOBE)``."""
+    steps = getattr(model, "steps", None)
+    if depth < _MAX_DEPTH and isinstance(steps, dict) and steps:
+        return " | ".join(_describe(step, depth + 1) for step in steps.values())
+    inner = getattr(model, "regressor", None)
+    if depth < _MAX_DEPTH and hasattr(inner, "predict_one"):
+        return f"{type(model).__name__}({_describe(inner, depth + 1)})"
+    if not isinstance(model, base.Base):  # not an estimator at all (None, a class, a string)
+        text = repr(model)
+        return text if len(text) <= 60 else text[:57] + "..."
+    return type(model).__name__
+
+
+def _recalibrating(model, depth: int = 0):
+    """The model that recalibrates its own predictive, found in ``model``, the last step of a
+    pipeline or the regressor of a wrapper it is (outermost first): a ``Recalibrated`` or an
+    ``EDOEBE(recalibrate=True)``; ``None`` when there is none. Its distribution is not one this
+    wrapper can map (a second map would learn from PITs the first has made uniform)."""
+    if depth > _MAX_DEPTH:
+        return None
+    # not isinstance: river's metaclass makes a pipeline an instance of its last step's class
+    if issubclass(type(model), Recalibrated) or getattr(model, "recalibration_", None) is not None:
+        return model
     steps = getattr(model, "steps", None)
     if isinstance(steps, dict) and steps:
-        return _recalibrates_itself(list(steps.values())[-1], depth + 1)
+        return _recalibrating(list(steps.values())[-1], depth + 1)
     inner = getattr(model, "regressor", None)
-    return inner is not None and _recalibrates_itself(inner, depth + 1)
+    return None if inner is None else _recalibrating(inner, depth + 1)
+
+
+def _gives_distributions(model) -> bool:
+    """Whether ``model``'s last step names ``with_dist`` in its ``predict_one``: river's
+    convention for a regressor with a predictive distribution (``BayesianLinearRegression``,
+    this package's models). A ``**kwargs`` does not count: river's ``KNNRegressor`` takes one
+    and returns a number, and a pipeline drops an argument its last step does not name, so the
+    number would pass for a distribution. The signature is read off the class, as river's
+    pipeline reads it (an instance's methods may be patched, by ``utils.log_method_calls``)."""
+    step = _last_step(model)
+    try:
+        params = inspect.signature(type(step).predict_one).parameters
+    except (TypeError, ValueError):
+        # a signature Python cannot read (a compiled method) says nothing either way: the
+        # model is taken at its word, as before this check
+        return True
+    param = params.get("with_dist")
+    return param is not None and param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY)
 
 
 class Recalibrated(base.Wrapper, base.Regressor):
@@ -173,9 +226,12 @@ class Recalibrated(base.Wrapper, base.Regressor):
     Parameters
     ----------
     regressor
-        The regressor to recalibrate: its ``predict_one`` must take ``with_dist=True``
-        (this package's models, river's ``linear_model.BayesianLinearRegression``, a pipeline
-        ending in one).
+        The regressor to recalibrate: its ``predict_one`` (its last step's, for a pipeline)
+        must name ``with_dist`` (this package's regressors, river's
+        ``linear_model.BayesianLinearRegression``, a pipeline ending in one). A model that
+        recalibrates itself is refused: a ``Recalibrated`` (or a pipeline or wrapper ending in
+        one), and ``EDOEBE()``, whose default ``recalibrate=True`` does (wrap
+        ``EDOEBE(recalibrate=False)``).
     confidence_level
         The coverage of the interval of ``predict_one(x, with_interval=True)``, whose
         long-run miscoverage is guaranteed.
@@ -263,12 +319,39 @@ class Recalibrated(base.Wrapper, base.Regressor):
         c = _check_level("confidence_level", confidence_level)
         _check_level("step", step)
         _check_level("level_step", level_step)
-        if not (hasattr(regressor, "predict_one") and hasattr(regressor, "learn_one")):
-            raise TypeError(f"regressor must be a river regressor, got {regressor!r}")
-        if _recalibrates_itself(regressor):
+        # a model that is not a regressor, or gives no distribution, would pass here and fail
+        # at its first prediction, on an argument it does not take (with_dist)
+        if not (hasattr(regressor, "predict_one") and hasattr(regressor, "learn_one")
+                and is_regressor(regressor)):
+            raise TypeError(
+                f"regressor must be a river regressor (river.base.Regressor, or a pipeline "
+                f"ending in one), got {_describe(regressor)}: Recalibrated maps a regressor's "
+                "predictive distribution of the target; wrap a regressor whose predict_one "
+                "takes with_dist, such as DOBE() or EDOEBE(recalibrate=False)"
+            )
+        itself = _recalibrating(regressor)
+        if issubclass(type(itself), Recalibrated):
             raise ValueError(
-                f"{type(regressor).__name__} recalibrates its predictive distribution itself "
-                "(EDOEBE() does by default): wrap EDOEBE(recalibrate=False) instead"
+                f"regressor={_describe(regressor)} recalibrates its predictive distribution "
+                "itself (it is or ends in a Recalibrated): use it as it is, or wrap that "
+                f"Recalibrated's own regressor ({_describe(itself.regressor)}) in a single "
+                "Recalibrated with the settings wanted"
+            )
+        if itself is not None:
+            raise ValueError(
+                f"regressor={_describe(regressor)} recalibrates its predictive distribution "
+                f"itself ({type(itself).__name__} with recalibrate=True, EDOEBE()'s default): "
+                "wrap EDOEBE(recalibrate=False) instead"
+            )
+        if not _gives_distributions(regressor):
+            raise TypeError(
+                f"regressor={_describe(regressor)} gives no predictive distribution: the "
+                f"predict_one of {type(_last_step(regressor)).__name__} takes no with_dist "
+                "(river's convention, predict_one(x, with_dist=True)). Wrap a regressor that "
+                "has one (DOBE(), EDOEBE(recalibrate=False), river's "
+                "linear_model.BayesianLinearRegression(), or a pipeline ending in one); for "
+                "intervals around a point regressor's predictions, use "
+                "river.conf.RegressionJackknife"
             )
         if isinstance(levels, str | bytes) or not hasattr(levels, "__iter__") or any(
                 isinstance(p, bool) or not isinstance(p, numbers.Real) for p in levels):
