@@ -9,10 +9,12 @@ of a mixture of Gaussians is again one, see :func:`river_doebe.distributions.aff
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, Literal, overload
 
 from river import base, proba, stats
+from river.conf import Interval
 
 from river_doebe._compat import is_regressor
 from river_doebe._schema import check_target
@@ -42,9 +44,11 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
     The running mean ``m`` and standard deviation ``s`` (``ddof=1``) of the targets learnt so far
     are kept in ``var``, a ``river.stats.Var``, as river does. ``learn_one(x, y)`` first adds
     ``y`` to them and then trains the regressor on ``(y - m) / s`` (on 0 while ``s`` is 0, as
-    after the first target). A prediction uses the statistics as they are, before its own target
-    is learnt: a standardised prediction ``z`` becomes ``z * s + m``, and a predictive
-    distribution is mapped by the same affine map, exactly:
+    after the first target); if the regressor refuses the sample (its ``learn_one`` raises), the
+    statistics are put back as they were, bit for bit, and the error is raised again. A
+    prediction uses the statistics as they are, before its own target is learnt: a standardised
+    prediction ``z`` becomes ``z * s + m``, and a predictive distribution is mapped by the same
+    affine map, exactly:
 
     - a ``river.proba.Gaussian`` ``N(mu, sigma^2)`` becomes ``N(mu * s + m, (s * sigma)^2)``;
     - a :class:`river_doebe.distributions.GaussianMixture` (the ensembles' predictive) keeps its
@@ -56,12 +60,19 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
     The returned distribution's ``mu`` is therefore ``predict_one(x)``, to the last bit, for
     models whose distribution's ``mu`` is their point prediction (this package's models).
 
+    ``predict_one(x, with_interval=True)`` maps the wrapped model's prediction interval (a
+    ``river.conf.Interval``, e.g. an :class:`river_doebe.EDOEBE`'s conformal one) back the same
+    way, both ends ``* s + m`` (of the same type, its center and width following): it covers the
+    targets as the wrapped model's covers their standardised values. Other keywords go to the
+    wrapped model's ``predict_one``, as river's scaler passes them.
+
     While ``s`` is 0 (before two targets are learnt, or while all of them are equal), river's map
     sends every value to ``m``: the point prediction is ``m``, as river's. The target's scale is
     not known yet, so the distribution is not mapped by it (that would be a point mass, density 0
     everywhere, and a predictive log-likelihood of ``-inf``): it is the wrapped model's own
     predictive, on a unit scale, moved so that its mean is ``m``. Its density is proper from the
-    first sample, and ``log_density_one`` scores it.
+    first sample, and ``log_density_one`` scores it. An interval is likewise the wrapped model's,
+    on a unit scale, moved with its point prediction to ``m``.
 
     Parameters
     ----------
@@ -69,7 +80,8 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
         The regressor to train on the standardised target, e.g. a :class:`river_doebe.DOBE`, an
         ensemble, or a pipeline that ends in one. For ``with_dist=True`` its ``predict_one`` must
         accept ``with_dist`` and return a ``river.proba.Gaussian``, a ``GaussianMixture`` or a
-        ``RecalibratedDistribution`` of either.
+        ``RecalibratedDistribution`` of either; for ``with_interval=True`` it must accept
+        ``with_interval`` and return a ``river.conf.Interval``.
 
     Attributes
     ----------
@@ -164,33 +176,60 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
 
     def learn_one(self, x: dict, y: float, **kwargs: Any) -> None:
         y = check_target(y)
+        # the regressor checks x only once y is in the statistics; a sample it refuses must not
+        # stay in them. river's Var and its Mean hold their state in float attributes: copies of
+        # their attribute dicts keep the very objects, so restoring them is exact (a revert
+        # recomputes, and rounds), and they cost far less than a deepcopy
+        saved = vars(self.var).copy(), vars(self.var.mean).copy()
         # as river: y joins the statistics before it is standardised, so the first target is
         # learnt as 0 (its standard deviation is still 0)
         self.var.update(y)
         s, m = self._scale_shift()
         z = (y - m) / s if s else 0.0
-        self.regressor.learn_one(x, z, **kwargs)
+        try:
+            self.regressor.learn_one(x, z, **kwargs)
+        except BaseException:
+            # (an interrupt too: the sample was not learnt whole)
+            self._restore(*saved)
+            raise
+
+    def _restore(self, var_state: dict, mean_state: dict) -> None:
+        # the Var's dict first: it points back to the Mean it held, if update replaced it
+        vars(self.var).clear()
+        vars(self.var).update(var_state)
+        vars(self.var.mean).clear()
+        vars(self.var.mean).update(mean_state)
 
     @overload
-    def predict_one(self, x: dict, with_dist: Literal[False] = ..., **kwargs: Any) -> float: ...
+    def predict_one(self, x: dict, with_dist: Literal[False] = ...,
+                    with_interval: Literal[False] = ..., **kwargs: Any) -> float: ...
 
     @overload
-    def predict_one(self, x: dict, with_dist: Literal[True], **kwargs: Any
-                    ) -> proba.base.ContinuousDistribution: ...
+    def predict_one(self, x: dict, with_dist: Literal[True], with_interval: Literal[False] = ...,
+                    **kwargs: Any) -> proba.base.ContinuousDistribution: ...
 
     @overload
-    def predict_one(self, x: dict, with_dist: bool, **kwargs: Any
-                    ) -> float | proba.base.ContinuousDistribution: ...
+    def predict_one(self, x: dict, with_dist: Literal[False] = ..., *,
+                    with_interval: Literal[True], **kwargs: Any) -> Interval: ...
 
-    def predict_one(self, x: dict, with_dist: bool = False, **kwargs: Any
-                    ) -> float | proba.base.ContinuousDistribution:
+    @overload
+    def predict_one(self, x: dict, with_dist: bool = ..., with_interval: bool = ...,
+                    **kwargs: Any) -> float | proba.base.ContinuousDistribution | Interval: ...
+
+    def predict_one(self, x: dict, with_dist: bool = False, with_interval: bool = False,
+                    **kwargs: Any) -> float | proba.base.ContinuousDistribution | Interval:
         """The prediction for ``x`` in the target's units: the wrapped model's prediction mapped
-        back, or with ``with_dist=True`` its predictive distribution mapped back (of the wrapped
-        model's kind)."""
+        back, with ``with_dist=True`` its predictive distribution mapped back (of the wrapped
+        model's kind), or with ``with_interval=True`` its prediction interval mapped back."""
+        if with_dist and with_interval:
+            raise ValueError("ask for with_dist=True or for with_interval=True, not both")
         s, m = self._scale_shift()
+        # other keywords go to the wrapped model, as river's scaler passes them
+        if with_interval:
+            return self._interval(x, s, m, kwargs)
         if not with_dist:
             return self.regressor.predict_one(x, **kwargs) * s + m
-        dist = self._standardised_dist(x, **kwargs)
+        dist = self._standardised_dist(x, kwargs)
         if isinstance(dist, _recalibrated_type()):
             # a map of the CDF's levels commutes with a change of the target's units: the map
             # stays, its base moves (and the point prediction it carries with it)
@@ -216,11 +255,52 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
             )
         return gaussian(centre, dist.sigma * dist.sigma)
 
-    def _standardised_dist(self, x: dict, **kwargs: Any) -> Any:
+    def _interval(self, x: dict, s: float, m: float, kwargs: dict) -> Interval:
+        """The wrapped model's interval for ``x``, in the target's units."""
+        # no scale yet: the point prediction it is moved with, asked before the interval, so
+        # that the last prediction (which a recalibration keeps for learn_one) is the interval's,
+        # as without the scaler
+        point = self.regressor.predict_one(x, **kwargs) if not s > 0.0 else 0.0
+        interval: Any
+        try:
+            # (a river regressor need not take with_interval: the answer is checked below)
+            interval = self.regressor.predict_one(  # type: ignore[call-arg]
+                x, with_interval=True, **kwargs)
+        except TypeError as err:
+            if "with_interval" not in str(err):
+                raise
+            interval = err
+        if not isinstance(interval, Interval):
+            # a pipeline drops `with_interval` for a final step that does not take it
+            raise TypeError(
+                f"{type(self.regressor).__name__}.predict_one(x, with_interval=True) returned "
+                f"{interval!r}, not a river.conf.Interval: the wrapped model must give a "
+                "prediction interval (e.g. an EDOEBE, or a model wrapped in "
+                "river_doebe.conf.Recalibrated)"
+            )
+        # its center and width follow its ends; a field or attribute of a subclass beyond them
+        # has no known map, and left as it is it would be in the wrong units
+        extra = ({f.name for f in dataclasses.fields(interval)}
+                 | set(getattr(interval, "__dict__", ()))) - {"lower", "upper"}
+        if extra:
+            raise TypeError(
+                f"the wrapped model's interval, a {type(interval).__name__}, carries "
+                f"{sorted(extra)}, which the scaler cannot map back to the target's units"
+            )
+        if s > 0.0:
+            lower, upper = interval.lower * s + m, interval.upper * s + m
+        else:
+            # as the distribution then: on a unit scale, moved with the point prediction to m
+            # (scaled by 0 it would be a point, and an infinite end NaN)
+            lower, upper = interval.lower - point + m, interval.upper - point + m
+        return dataclasses.replace(interval, lower=lower, upper=upper)
+
+    def _standardised_dist(self, x: dict, kwargs: dict) -> Any:
         dist: Any
         try:
             # (a river regressor need not take with_dist: the answer is checked below)
-            dist = self.regressor.predict_one(x, with_dist=True, **kwargs)  # type: ignore[call-arg]
+            dist = self.regressor.predict_one(  # type: ignore[call-arg]
+                x, with_dist=True, **kwargs)
         except TypeError as err:
             if "with_dist" not in str(err):
                 raise
@@ -254,5 +334,5 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
         if own is not None:
             log_p = own(x, z)
         else:
-            log_p = _log_density(self._standardised_dist(x), z)
+            log_p = _log_density(self._standardised_dist(x, {}), z)
         return float(log_p) - math.log(s)

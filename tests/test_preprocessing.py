@@ -1,16 +1,18 @@
 """The target scaler: river's point predictions, and the predictive distribution mapped back."""
 
+import dataclasses
 import itertools
 import math
 import pickle
 
 import numpy as np
 import pytest
-from river import datasets, linear_model, proba
+from river import base, datasets, linear_model, proba
 from river import preprocessing as river_preprocessing
+from river.conf import Interval
 from scipy import stats
 
-from river_doebe import DOBE, DOEBE, metrics
+from river_doebe import DOBE, DOEBE, EDOEBE, metrics
 from river_doebe import datasets as doebe_datasets
 from river_doebe.basis import Linear, RandomFourierFeatures
 from river_doebe.distributions import GaussianMixture
@@ -215,3 +217,162 @@ def test_a_bad_target_is_refused_before_the_statistics_change(y):
     with pytest.raises((TypeError, ValueError), match="target"):
         model.log_density_one(x, y)
     assert (model.var.n, model.var.mean.get()) == (1, 1.0)
+
+
+class _Refuses(base.Regressor):
+    """A plain river regressor (a running mean, no validation method) that refuses a sample
+    with a feature ``boom`` by an error of its own, before it changes."""
+
+    def __init__(self):
+        self.n = 0
+        self.total = 0.0
+
+    def learn_one(self, x, y):
+        if "boom" in x:
+            raise RuntimeError("boom")
+        self.n += 1
+        self.total += y
+
+    def predict_one(self, x):
+        return self.total / self.n if self.n else 0.0
+
+
+@pytest.mark.parametrize(
+    "make, bad, error",
+    [
+        (_dobe, {"a": math.nan, "b": 0.0}, ValueError),
+        (_doebe, {"a": 0.5, "b": math.inf}, ValueError),
+        (_Refuses, {"a": 0.5, "boom": 1.0}, RuntimeError),
+    ],
+    ids=["dobe-nan", "doebe-inf", "other-exception"],
+)
+@pytest.mark.parametrize("at", [0, 1, 2, 40])
+def test_a_refused_sample_leaves_the_model_as_a_twin_that_never_saw_it(make, bad, error, at):
+    # refused before any target, after one (no scale yet), after two, and mid-stream; the
+    # target is far off, so that any trace of it would show
+    stream = [({"a": i / 20, "b": math.sin(i)}, float(i % 7) + 0.1 * i) for i in range(60)]
+    model, twin = TargetStandardScaler(make()), TargetStandardScaler(make())
+    for i, (x, y) in enumerate(stream):
+        if i == at:
+            var, state = model.var, pickle.dumps(model)
+            with pytest.raises(error):
+                model.learn_one(bad, 1e6)
+            assert model.var is var
+            assert pickle.dumps(model) == state == pickle.dumps(twin)
+        assert model.predict_one(x) == twin.predict_one(x), i
+        if make is not _Refuses:
+            a, b = model.predict_one(x, with_dist=True), twin.predict_one(x, with_dist=True)
+            assert (a.mu, a.sigma, a.log_pdf(y)) == (b.mu, b.sigma, b.log_pdf(y)), i
+        model.learn_one(x, y)
+        twin.learn_one(x, y)
+    assert pickle.dumps(model) == pickle.dumps(twin)
+    assert (model.var.n, model.var.mean.get(), model.var.get()) == (
+        twin.var.n, twin.var.mean.get(), twin.var.get())
+
+
+def _edoebe():
+    return EDOEBE(n_warmup=50, seed=1, n_samples=2, starts=(1.0,))
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (a warm-up of fewer samples than features)
+def test_the_interval_is_the_wrapped_models_mapped_back_and_covers_as_it_does():
+    from river.stats import Var
+
+    model = TargetStandardScaler(_edoebe())
+    alone = _edoebe()  # the same model unwrapped, trained by hand on the standardised target
+    var = Var()
+    hits, hits_alone = [], []
+    for i, (x, y) in enumerate(itertools.islice(doebe_datasets.Friedman1(seed=1), 200)):
+        s, m = model.var.get() ** 0.5, model.var.mean.get()
+        interval = model.predict_one(x, with_interval=True)
+        own = alone.predict_one(x, with_interval=True)
+        assert model.regressor.predict_one(x, with_interval=True) == own, i
+        assert type(interval) is Interval
+        if s > 0:
+            assert interval == Interval(own.lower * s + m, own.upper * s + m), i
+            if math.isfinite(own.width):  # (the adaptive interval is at times the whole line)
+                assert interval.center == pytest.approx(own.center * s + m, rel=1e-14)
+                assert interval.width == pytest.approx(own.width * s, rel=1e-12)
+            # the event the coverage counts, in both units
+            hits.append(y in interval)
+            hits_alone.append((y - m) / s in own)
+        else:
+            # no scale yet (the first two samples): on a unit scale, moved with the point
+            # prediction to the mean
+            point = alone.predict_one(x)
+            assert interval == Interval(own.lower - point + m, own.upper - point + m), i
+            assert interval.width == pytest.approx(own.width, rel=1e-12)
+            assert interval.lower <= m <= interval.upper
+        var.update(y)
+        t = var.get() ** 0.5
+        model.learn_one(x, y)
+        alone.learn_one(x, (y - var.mean.get()) / t if t > 0 else 0.0)
+    assert hits == hits_alone and len(hits) == 198
+    # the conformal interval does its job after the warm-up of 50 (90% asked)
+    assert 0.8 < np.mean(hits[50:]) < 0.98
+
+
+class _Fixed(base.Regressor):
+    """Predicts 0.5, and an interval of the given ends (of the given type)."""
+
+    def __init__(self, lower=-1.0, upper=2.0, kind=Interval):
+        self.lower, self.upper, self.kind = lower, upper, kind
+
+    def learn_one(self, x, y):
+        pass
+
+    def predict_one(self, x, with_interval=False):
+        return self.kind(self.lower, self.upper) if with_interval else 0.5
+
+
+@dataclasses.dataclass
+class _SubInterval(Interval):
+    pass
+
+
+@pytest.mark.parametrize(
+    "lower, upper",
+    [(-1.0, 2.0), (-math.inf, math.inf), (math.inf, -math.inf), (-math.inf, 1.0)],
+    ids=["finite", "whole-line", "empty", "half-line"],
+)
+def test_an_interval_keeps_its_infinite_ends_and_its_type(lower, upper):
+    model = TargetStandardScaler(_Fixed(lower, upper, _SubInterval))
+    x = {"a": 1.0}
+    expected = [
+        # no scale yet, before a target (mean 0) and after one (mean 3): on a unit scale, moved
+        # with the point prediction (0.5) to the mean; never scaled by 0 (an infinite end NaN)
+        _SubInterval(lower - 0.5, upper - 0.5),
+        _SubInterval(lower - 0.5 + 3.0, upper - 0.5 + 3.0),
+        # targets 3 and 5: s = sqrt(2), m = 4
+        _SubInterval(lower * 2**0.5 + 4.0, upper * 2**0.5 + 4.0),
+    ]
+    for want, y in zip(expected, (3.0, 5.0, None), strict=True):
+        got = model.predict_one(x, with_interval=True)
+        assert type(got) is _SubInterval and got == want
+        assert not (math.isnan(got.lower) or math.isnan(got.upper))
+        if y is not None:
+            model.learn_one(x, y)
+
+
+def test_a_keyword_or_an_interval_the_scaler_cannot_map_is_refused():
+    x = {"a": 1.0}
+    model = TargetStandardScaler(_Fixed())
+    # other keywords go to the wrapped model, as river's scaler passes them: it names one it
+    # does not take
+    with pytest.raises(TypeError, match="'with_quantiles'"):
+        model.predict_one(x, with_quantiles=True)
+    with pytest.raises(TypeError, match="'alpha'"):
+        model.predict_one(x, with_interval=True, alpha=0.1)
+    with pytest.raises(ValueError, match="not both"):
+        model.predict_one(x, with_dist=True, with_interval=True)
+
+    @dataclasses.dataclass
+    class Labelled(Interval):
+        level: float = 0.9
+
+    with pytest.raises(TypeError, match="level"):
+        TargetStandardScaler(_Fixed(kind=Labelled)).predict_one(x, with_interval=True)
+    # a model without an interval: refused, or (a pipeline) dropped for a number
+    for inner in (_dobe(), river_preprocessing.StandardScaler() | _dobe()):
+        with pytest.raises(TypeError, match="must give a prediction interval"):
+            TargetStandardScaler(inner).predict_one(x, with_interval=True)
