@@ -261,15 +261,7 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
         # that the last prediction (which a recalibration keeps for learn_one) is the interval's,
         # as without the scaler
         point = self.regressor.predict_one(x, **kwargs) if not s > 0.0 else 0.0
-        interval: Any
-        try:
-            # (a river regressor need not take with_interval: the answer is checked below)
-            interval = self.regressor.predict_one(  # type: ignore[call-arg]
-                x, with_interval=True, **kwargs)
-        except TypeError as err:
-            if "with_interval" not in str(err):
-                raise
-            interval = err
+        interval = self._ask(x, "with_interval", kwargs)
         if not isinstance(interval, Interval):
             # a pipeline drops `with_interval` for a final step that does not take it
             raise TypeError(
@@ -295,16 +287,20 @@ class TargetStandardScaler(base.Wrapper, base.Regressor):
             lower, upper = interval.lower - point + m, interval.upper - point + m
         return dataclasses.replace(interval, lower=lower, upper=upper)
 
-    def _standardised_dist(self, x: dict, kwargs: dict) -> Any:
-        dist: Any
+    def _ask(self, x: dict, flag: str, kwargs: dict) -> Any:
+        """The wrapped model's ``predict_one(x, **{flag: True}, **kwargs)``, or the
+        ``TypeError`` of a model that does not take ``flag`` (a river regressor need not: the
+        caller checks the answer; river 0.22's pipeline hands the flag on to a last step without
+        it)."""
         try:
-            # (a river regressor need not take with_dist: the answer is checked below)
-            dist = self.regressor.predict_one(  # type: ignore[call-arg]
-                x, with_dist=True, **kwargs)
+            return self.regressor.predict_one(x, **{flag: True}, **kwargs)
         except TypeError as err:
-            if "with_dist" not in str(err):
+            if flag not in str(err):
                 raise
-            dist = err  # river 0.22's pipeline hands `with_dist` on to a last step without it
+            return err
+
+    def _standardised_dist(self, x: dict, kwargs: dict) -> Any:
+        dist = self._ask(x, "with_dist", kwargs)
         if not isinstance(dist, proba.Gaussian | GaussianMixture | _recalibrated_type()):
             # a pipeline drops `with_dist` for a final step that does not take it, and returns
             # that step's number
