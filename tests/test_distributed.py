@@ -10,6 +10,7 @@ tests/test_distributed_faults.py, a lost node in tests/test_distributed_cluster.
 
 from __future__ import annotations
 
+import enum
 import json
 import re
 import subprocess
@@ -230,6 +231,14 @@ def test_the_checks_of_a_call_take_every_valid_row_and_name_the_first_bad_one():
 def test_keys_equal_as_dict_keys_share_a_shard_and_types_are_tagged():
     assert shard_of(np.int64(12), 7) == shard_of(12, 7) == shard_of(True + 11, 7)
     assert canonical_key(np.int64(3)) == 3 and type(canonical_key(np.int64(3))) is int
+
+    # a str Enum's member is the dict key of its value (str() of it would be 'Colour.RED')
+    class Colour(str, enum.Enum):  # noqa: UP042 (StrEnum prints its value: no report)
+        RED = "r"
+
+    assert type(canonical_key(Colour.RED)) is str and canonical_key(Colour.RED) == "r"
+    assert canonical_key(("a", Colour.RED)) == ("a", "r")
+    assert shard_of(Colour.RED, 7) == shard_of("r", 7)
     assert encode_key("1") != encode_key(1) != encode_key(b"1")
     assert encode_key(("a", "bc")) != encode_key(("ab", "c"))  # items are length-prefixed
     bad_keys = [(1.5, "float"), (7.0, "float"), (None, "NoneType"), (frozenset(), "frozenset")]
@@ -479,6 +488,32 @@ def test_a_killed_shard_is_rebuilt_and_nothing_is_lost(tmp_path):
         assert got == expected
         assert keyed.n_keys == 12
         assert states(keyed) == pickled(models)
+
+
+def test_a_template_without_a_seed_is_rebuilt_to_the_same_models(tmp_path):
+    """The report: with ``seed=None`` (``EDOEBE()``'s default) a refused call and a rebuilt
+    shard replayed the keys' warm-ups with new random draws, and their models changed."""
+    from river_doebe import EDOEBEClassifier
+
+    template = EDOEBEClassifier(n_warmup=30, n_samples=1, starts=(1.0,))
+    keys, X, _ = records(n_keys=2, n=120, seed=3)
+    y = [x[next(iter(x))] > 0 for x in X]
+    with KeyedModels(template, n_shards=2) as keyed:
+        assert isinstance(keyed.seed_, int) and keyed.template.seed is None
+        keyed.learn_many(keys, X, y)
+        probe = list(keys[:2]), X[:2]
+        before = keyed.predict_many(*probe)
+        with pytest.raises(ValueError, match="label"):
+            keyed.predict_learn_many(keys[:1], X[:1], ["a third label"])
+        assert keyed.predict_many(*probe) == before
+        kill(keyed.shards[0])
+        assert keyed.predict_many(*probe) == before
+        keyed.checkpoint(tmp_path / "ckpt")
+    with KeyedModels.restore(tmp_path / "ckpt") as again:
+        assert again.predict_many(*probe) == before
+    # a template with its own seed is shipped as it is
+    with KeyedModels(EDOEBEClassifier(n_warmup=30, seed=4), n_shards=1) as keyed:
+        assert keyed.seed_ is None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -57,6 +57,7 @@ from collections import deque
 from itertools import chain
 from pathlib import Path
 
+import numpy as np
 import ray
 from river.base import Estimator
 
@@ -225,6 +226,16 @@ class _ShardState:
         self.busy: list = []  # tasks of an interrupted call, maybe still running
 
 
+def _drawn_seed(template) -> int | None:
+    """A seed for a template whose ``seed`` parameter is ``None`` (see
+    :attr:`KeyedModels.seed_`), else ``None``."""
+    get_params = getattr(template, "_get_params", None)
+    params = get_params() if callable(get_params) else {}
+    if "seed" not in params or params["seed"] is not None:
+        return None
+    return int(np.random.SeedSequence().generate_state(1)[0])
+
+
 class KeyedModels:
     """A model per key, for many keyed streams, the keys spread over Ray actors.
 
@@ -284,6 +295,15 @@ class KeyedModels:
         More options for the shards' actors (``ray.remote`` options such as ``resources``,
         ``scheduling_strategy`` or ``runtime_env``), a dict or a function of the shard's index
         returning one.
+
+    Attributes
+    ----------
+    seed_
+        The seed the keys' models are cloned with when ``template`` has a ``seed`` of ``None``
+        (drawn once, here), else ``None``. A rebuilt shard replays its keys' rows into fresh
+        clones: with ``seed=None`` each clone would draw other random numbers (an E-DOEBE's
+        members at its warm-up) and the replayed model would not be the one lost. So every
+        key's model gets this one seed, kept in the shards' template and in checkpoints.
 
     Examples
     --------
@@ -358,12 +378,14 @@ class KeyedModels:
             raise TypeError(
                 f"actor_options must be a dict or a function of the shard, got {actor_options!r}"
             )
+        self.seed_ = _drawn_seed(template)
+        shipped = template if self.seed_ is None else template.clone({"seed": self.seed_})
         try:
             # cloudpickle: a template whose class is defined in __main__ or a notebook (or
             # registered with cloudpickle.register_pickle_by_value) travels by value
             from ray import cloudpickle
 
-            self._template_bytes = cloudpickle.dumps(template, protocol=pickle.HIGHEST_PROTOCOL)
+            self._template_bytes = cloudpickle.dumps(shipped, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as err:
             raise TypeError(f"template must be picklable to reach the shards: {err}") from None
         self.template = template
