@@ -83,6 +83,10 @@ class WithDist(base.Wrapper, base.Regressor):
 
     """
 
+    #: its predict_one asks the model for the distribution: it gives one when the model does
+    #: (:func:`river_doebe._compat.gives_distributions`)
+    _asks_with_dist = True
+
     def __init__(self, model: Any) -> None:
         self.model = model
 

@@ -39,7 +39,7 @@ from river import proba
 from river.metrics import base as metrics_base
 
 from river_doebe import calibration
-from river_doebe._compat import is_regressor
+from river_doebe._compat import gives_distributions, is_regressor, last_step
 from river_doebe.distributions import PredictiveGaussian
 
 __all__ = [
@@ -280,10 +280,12 @@ class _ScoresTheDistribution(_CombinesIntoMetrics, metrics_base.RegressionMetric
         return self._sum / self._w if self._w > 0 else 0.0
 
     def works_with(self, model: Any) -> bool:
-        # a regressor that can be asked for its distribution: this package's models, river's
-        # BayesianLinearRegression, `WithDist` and pipelines (which pass keywords on)
-        predict_one = getattr(model, "predict_one", None)
-        return is_regressor(model) and predict_one is not None and _accepts_with_dist(predict_one)
+        # a regressor whose predicting step names with_dist (this package's models, river's
+        # BayesianLinearRegression), alone, at the end of a pipeline or in a `WithDist`: a
+        # **kwargs does not count, as a pipeline or `WithDist` around a point regressor takes
+        # one and the first sample would then fail on its number
+        return (is_regressor(model) and hasattr(last_step(model), "predict_one")
+                and gives_distributions(model))
 
 
 class PredictiveLogLikelihood(_ScoresTheDistribution):

@@ -153,6 +153,30 @@ def test_pll_refuses_point_predictions():
     assert metric.get() == 0.0  # nothing was counted
 
 
+def test_the_distribution_metrics_work_with_a_model_whose_predicting_step_gives_one():
+    """The report: ``WithDist(StandardScaler() | LinearRegression())`` passed ``works_with``
+    (its ``**kwargs``), and the first sample failed, advising the ``WithDist`` it had."""
+    from river import compose, preprocessing
+    from river import evaluate as river_evaluate
+
+    from river_doebe import DOBE
+    from river_doebe.evaluate import WithDist
+
+    pll = metrics.PLL()
+    for model in (DOBE(), linear_model.BayesianLinearRegression(), WithDist(DOBE()),
+                  preprocessing.StandardScaler() | DOBE(),
+                  WithDist(preprocessing.StandardScaler() | DOBE()),
+                  preprocessing.StandardScaler() | WithDist(DOBE())):
+        assert pll.works_with(model), model
+    point = preprocessing.StandardScaler() | linear_model.LinearRegression()
+    for model in (linear_model.LinearRegression(), point, WithDist(point),
+                  compose.Pipeline(preprocessing.StandardScaler(),
+                                   WithDist(linear_model.LinearRegression()))):
+        assert not pll.works_with(model), model
+    with pytest.raises(ValueError, match="not compatible"):
+        river_evaluate.progressive_val_score([({"a": 1.0}, 1.0)], WithDist(point), pll)
+
+
 def test_pll_revert_weights_conventions(stream):
     y, mean, var = stream
     metric = metrics.PLL()

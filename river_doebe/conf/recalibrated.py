@@ -3,7 +3,6 @@ model's predictive CDF (see :mod:`river_doebe.conf`)."""
 
 from __future__ import annotations
 
-import inspect
 import math
 import numbers
 
@@ -11,7 +10,7 @@ import numpy as np
 from river import base
 from river.conf import Interval
 
-from river_doebe._compat import is_regressor
+from river_doebe._compat import gives_distributions, is_regressor, last_step
 from river_doebe.conf import _kernels
 from river_doebe.conf.distribution import RecalibratedDistribution
 from river_doebe.distributions import gaussian
@@ -61,17 +60,6 @@ def _check_level(name: str, value) -> float:
 _MAX_DEPTH = 8
 
 
-def _last_step(model):
-    """The step that predicts: the last step of a pipeline (of a pipeline ending in one ...),
-    else ``model`` itself."""
-    for _ in range(_MAX_DEPTH):
-        steps = getattr(model, "steps", None)
-        if not (isinstance(steps, dict) and steps):
-            break
-        model = list(steps.values())[-1]
-    return model
-
-
 def _describe(model, depth: int = 0) -> str:
     """``model`` in a line, for an error message (river's repr of a pipeline takes dozens):
     ``StandardScaler | LinearRegression``, ``TargetStandardScaler(DOBE)``."""
@@ -102,24 +90,6 @@ def _recalibrating(model, depth: int = 0):
         return _recalibrating(list(steps.values())[-1], depth + 1)
     inner = getattr(model, "regressor", None)
     return None if inner is None else _recalibrating(inner, depth + 1)
-
-
-def _gives_distributions(model) -> bool:
-    """Whether ``model``'s last step names ``with_dist`` in its ``predict_one``: river's
-    convention for a regressor with a predictive distribution (``BayesianLinearRegression``,
-    this package's models). A ``**kwargs`` does not count: river's ``KNNRegressor`` takes one
-    and returns a number, and a pipeline drops an argument its last step does not name, so the
-    number would pass for a distribution. The signature is read off the class, as river's
-    pipeline reads it (an instance's methods may be patched, by ``utils.log_method_calls``)."""
-    step = _last_step(model)
-    try:
-        params = inspect.signature(type(step).predict_one).parameters
-    except (TypeError, ValueError):
-        # a signature Python cannot read (a compiled method) says nothing either way: the
-        # model is taken at its word, as before this check
-        return True
-    param = params.get("with_dist")
-    return param is not None and param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY)
 
 
 class Recalibrated(base.Wrapper, base.Regressor):
@@ -343,10 +313,10 @@ class Recalibrated(base.Wrapper, base.Regressor):
                 f"itself ({type(itself).__name__} with recalibrate=True, EDOEBE()'s default): "
                 "wrap EDOEBE(recalibrate=False) instead"
             )
-        if not _gives_distributions(regressor):
+        if not gives_distributions(regressor):
             raise TypeError(
                 f"regressor={_describe(regressor)} gives no predictive distribution: the "
-                f"predict_one of {type(_last_step(regressor)).__name__} takes no with_dist "
+                f"predict_one of {type(last_step(regressor)).__name__} takes no with_dist "
                 "(river's convention, predict_one(x, with_dist=True)). Wrap a regressor that "
                 "has one (DOBE(), EDOEBE(recalibrate=False), river's "
                 "linear_model.BayesianLinearRegression(), or a pipeline ending in one); for "
