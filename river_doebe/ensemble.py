@@ -95,7 +95,9 @@ class BaseEnsemble(ArrayEstimator):
     def weights(self) -> np.ndarray:
         """Normalised posterior weights of the members, after the last update.
 
-        Aligned with :attr:`members`. Before any data they are uniform.
+        Aligned with :attr:`members`. Before any data they are uniform. An E-DOEBE before the
+        end of its warm-up has no members yet (:attr:`members` raises) and one weight, 1: its
+        warm-up fallback predicts alone.
         """
         if self._engine is None:
             n = self._n_members_before()
@@ -125,8 +127,10 @@ class BaseEnsemble(ArrayEstimator):
     def replay_window(self, X: pd.DataFrame | list[dict], y: pd.Series | list) -> None:
         """Filter the samples ``(X, y)`` through every member without letting them count for the
         weights: no weight floor drops a member half-way, the log evidence does not count them,
-        and the weights restart uniform afterwards. That is what an E-DOEBE does with its warm-up
-        window, whose predictive densities are in-sample for the hyperparameters fitted on it.
+        and the weights restart uniform afterwards, with ``log_evidence_`` at 0 (the evidence of
+        the weights' mixture, which starts again then: what came before the replay is dropped
+        from both). That is what an E-DOEBE does with its warm-up window, whose predictive
+        densities are in-sample for the hyperparameters fitted on it.
 
         ``X`` is a DataFrame or a list of dicts (under the input policy, as ``learn_one``), ``y``
         the targets or labels.

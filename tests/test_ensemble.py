@@ -362,6 +362,13 @@ def test_replay_window_filters_the_members_and_leaves_the_weights_uniform():
         np.testing.assert_allclose(ens.member_posterior(k)[0], alone.posterior[0], rtol=1e-12)
     with pytest.raises(RuntimeError, match="warm-up"):
         EDOEBE(n_warmup=500).replay_window(xs[:5], y[:5])
+    # after samples learnt as a stream, the replay starts the weights' mixture again: its
+    # evidence with it (as documented)
+    for x, t in zip(xs[:20], y[:20]):
+        ens.learn_one(x, t)
+    assert ens.log_evidence_ < 0.0
+    ens.replay_window(xs[20:40], y[20:40])
+    assert ens.log_evidence_ == 0.0
 
 
 @contextlib.contextmanager

@@ -43,7 +43,9 @@ def canonical_key(key):
     ``int`` / ``str`` (equal as dict keys), tuples item by item; ``TypeError`` for a key type
     that has no stable encoding."""
     if isinstance(key, str):
-        return key if type(key) is str else str(key)
+        # str.__str__, not str(): a subclass may print otherwise than its value (a str Enum's
+        # member prints as 'Color.RED'), and the dict key it equals is its value
+        return key if type(key) is str else str.__str__(key)
     if isinstance(key, bytes):
         return key if type(key) is bytes else bytes(key)
     if isinstance(key, numbers.Integral):
