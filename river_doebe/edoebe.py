@@ -504,13 +504,15 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
         The probability that a member's weight switches to one of its own twins at each step.
         Defaults to 0.01.
     seed
-        Seed of the random parts (random features, centres, Laplace draws); the same seed gives
-        the same ensemble. Defaults to ``None`` (not reproducible).
+        Seed of the random parts (random features, centres, Laplace draws, and those of a
+        basis template in ``families`` without a seed of its own); the same seed gives the same
+        ensemble. Defaults to ``None`` (not reproducible).
     models
         Explicit members, as :class:`~river_doebe.DOBE` learners: the warm-up is skipped
         (see above). Defaults to ``None`` (the warm-up fits the members).
     weight_floor
-        Posterior weights below it are zeroed before the next switching step, and their members
+        Posterior weights below it (but the largest) are zeroed
+        before the next switching step, and their members
         no longer updated. Defaults to 1e-100 (the paper uses 1e-16; see
         :class:`river_doebe.DOEBE` for why the default is lower).
     starts
@@ -982,13 +984,15 @@ class EDOEBEClassifier(BaseEDOEBE, ArrayClassifier, base.MiniBatchClassifier):  
         The probability that a member's weight switches to one of its own twins at each step.
         Defaults to 0.01.
     seed
-        Seed of the random parts (random features, centres, Laplace draws); the same seed gives
-        the same ensemble. Defaults to ``None`` (not reproducible).
+        Seed of the random parts (random features, centres, Laplace draws, and those of a
+        basis template in ``families`` without a seed of its own); the same seed gives the same
+        ensemble. Defaults to ``None`` (not reproducible).
     models
         Explicit members, as :class:`~river_doebe.DOBEClassifier` learners: the warm-up is skipped
         (see above). Defaults to ``None`` (the warm-up fits the members).
     weight_floor
-        Posterior weights below it are zeroed before the next switching step, and their members
+        Posterior weights below it (but the largest) are zeroed
+        before the next switching step, and their members
         no longer updated. Defaults to 1e-100 (the paper uses 1e-16; see
         :class:`river_doebe.DOEBE` for why the default is lower).
     starts

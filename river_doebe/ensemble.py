@@ -186,7 +186,8 @@ class DOEBE(BaseEnsemble, ArrayRegressor, base.MiniBatchRegressor):
         The members, as :class:`river_doebe.DOBE` learners (their parameters are used; each
         member gets its own copy of the basis).
     weight_floor
-        Weights below it are zeroed and their members no longer updated, to save their work;
+        Weights below it (but the largest) are zeroed
+        and their members no longer updated, to save their work;
         0 keeps every member. The paper uses 1e-16, but a member that far behind can still come
         back under model averaging (37 nats of evidence), and pruning it there can drop a whole
         family that would have led later; the default 1e-100 prunes only members that would need
@@ -257,7 +258,8 @@ class SDOEBE(_Switching, BaseEnsemble, ArrayRegressor, base.MiniBatchRegressor):
     transition
         A row-stochastic ``(M, M)`` matrix (nested lists or an array).
     weight_floor
-        Posterior weights below it are zeroed before the next switching step, and their members
+        Posterior weights below it (but the largest) are zeroed
+        before the next switching step, and their members
         no longer updated. Defaults to 1e-100 (see :class:`DOEBE`).
     weighting
         The weight rule, ``"bma"`` (model averaging) or ``"stacking"`` (online stacking), as in
@@ -328,7 +330,8 @@ class DOEBEClassifier(BaseEnsemble, ArrayClassifier, base.MiniBatchClassifier): 
         The members, as :class:`DOBEClassifier` learners (their parameters are used; each member
         gets its own copy of the basis).
     weight_floor
-        Weights below it are zeroed and their members no longer updated; 0 keeps every member.
+        Weights below it (but the largest) are zeroed
+        and their members no longer updated; 0 keeps every member.
         Defaults to 1e-100 (see :class:`DOEBE`).
     weighting
         ``"bma"``: Bayesian model averaging. ``"stacking"``: online stacking of the members'
@@ -407,7 +410,8 @@ class SDOEBEClassifier(  # type: ignore[misc]  # (**kwargs: see DOEBEClassifier)
     transition
         A row-stochastic ``(M, M)`` matrix (nested lists or an array).
     weight_floor
-        Posterior weights below it are zeroed before the next switching step, and their members
+        Posterior weights below it (but the largest) are zeroed
+        before the next switching step, and their members
         no longer updated. Defaults to 1e-100 (see :class:`DOEBE`).
     weighting
         The weight rule, ``"bma"`` (model averaging) or ``"stacking"`` (online stacking of the

@@ -321,6 +321,27 @@ def test_replay_filters_every_member_through_the_whole_window():
     assert normal.weights[1] == 0.0
 
 
+@pytest.mark.parametrize("make", [
+    lambda f: DOEBE([DOBE(Linear(), var_eps=0.5), DOBE(Linear(), var_eps=0.1, var_rw=1e-3),
+                     DOBE(Linear(), var_eps=1.0)], weight_floor=f),
+    lambda f: DOEBE([DOBE(Linear(), var_eps=0.5), DOBE(Linear(), var_eps=1.0)],
+                    weighting="stacking", weight_floor=f),
+    lambda f: SDOEBE([DOBE(Linear(), var_eps=0.5), DOBE(Linear(), var_eps=1.0)],
+                     [[0.9, 0.1], [0.1, 0.9]], weight_floor=f),
+], ids=["doebe", "stacking", "sdoebe"])
+def test_a_floor_above_every_weight_keeps_the_leader(make):
+    """The report: a floor above every weight (0.5 over three uniform weights) zeroed every
+    member, and the ensemble failed for good on a NumPy error. The largest weight is never
+    zeroed; a floor as usual (far below the largest) zeroes the same members as before."""
+    model = make(0.5)
+    for i in range(30):
+        x = {"a": i / 30}
+        dist = model.predict_one(x, with_dist=True)
+        assert math.isfinite(dist.mu) and dist.sigma > 0
+        model.learn_one(x, 2.0 * i / 30)
+    assert np.count_nonzero(model.weights) >= 1 and model.weights.sum() == pytest.approx(1.0)
+
+
 def test_default_floor_keeps_a_member_that_comes_back():
     """The paper's floor (1e-16) prunes a member 37 nats behind for good; the default (1e-100)
     keeps it, and model averaging hands it the weight once it is the better model."""

@@ -70,7 +70,8 @@ def update_log_weights(log_prior, loglik, log_rate, log_keep, log_floor, out):
     ``log_keep = log(1 - eta)``; it sums to one by construction (``sum_m w_m r_m = 1``) and is
     renormalised only against rounding. ``eta = 1`` (``log_keep = -inf``) is Bayes' rule, the
     model-averaging step, computed as such (bit for bit the same numbers). Weights below
-    ``log_floor`` are then zeroed and the survivors renormalised.
+    ``log_floor`` are then zeroed, except the largest (a floor above every weight would zero
+    them all), and the survivors renormalised.
 
     Returns the log predictive density of the mixture, ``logsumexp(log_prior + loglik)``.
     """
@@ -103,9 +104,15 @@ def update_log_weights(log_prior, loglik, log_rate, log_keep, log_floor, out):
                 out[m] = log_prior[m] + _logaddexp(log_keep, log_rate + loglik[m] - lse)
         _normalise(out)
     if log_floor > -np.inf:
-        # zero the weights below the floor, then renormalise the survivors
+        # zero the weights below the floor, then renormalise the survivors; the largest weight
+        # is never below all the others, so a floor above every weight (above 1 / M while the
+        # weights are uniform) keeps the leaders instead of emptying the ensemble
+        top = -np.inf
         for m in range(M):
-            if out[m] < log_floor:
+            if out[m] > top:
+                top = out[m]
+        for m in range(M):
+            if out[m] < log_floor and out[m] < top:
                 out[m] = -np.inf
         _normalise(out)
     return lse
