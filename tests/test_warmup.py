@@ -199,6 +199,27 @@ def test_from_batch_on_a_history_whose_target_never_varied_waits_as_a_stream_doe
                                                            rel=0.05)
 
 
+def test_the_seed_seeds_the_basis_templates_without_one():
+    """The report: ``EDOEBE(families=[RandomFourierFeatures(30)], seed=0)`` gave other
+    predictions at each run (its template drew its frequencies afresh), and ``clone()`` too."""
+    from river_doebe.basis import RBFNetwork
+
+    def run(model):
+        X, y = Friedman1(n_samples=90, n_features=5, seed=2).arrays()
+        return _finite_stream(model, X, y)
+
+    def make():
+        return EDOEBE(families=[RandomFourierFeatures(10), RBFNetwork(10)], n_warmup=40,
+                      n_samples=1, starts=(1.0,), seed=5)
+
+    first = make()
+    a = run(first)
+    np.testing.assert_array_equal(a, run(make()))
+    np.testing.assert_array_equal(a, run(first.clone()))
+    assert first.families[0].seed is None  # (the user's templates are left as they were)
+    assert not np.array_equal(a, run(make().clone({"seed": 6})))
+
+
 def test_stream_shorter_than_the_window():
     X, y = Friedman1(n_samples=120, n_features=5).arrays()
     model = _small(n_warmup=1000)

@@ -182,9 +182,14 @@ def resolve_families(families, n_inputs: int, seed: int | None = None) -> list:
     ``n_inputs`` inputs, :func:`default_families`)."""
     check_families(families)
     out = []
-    for f in default_families(n_inputs) if families is None else families:
+    for k, f in enumerate(default_families(n_inputs) if families is None else families):
         if isinstance(f, str):
             out.extend(family_templates(f, n_inputs, derive_seed(seed, "template", f)))
+        elif seed is not None and f._get_params().get("seed", 0) is None:
+            # a template without a seed of its own draws its features or centres from the
+            # ensemble's seed: the same seed then gives the same ensemble, as with names
+            out.append(f.clone({"seed": derive_seed(seed, "template", str(k),
+                                                    type(f).__name__)}))
         else:
             out.append(f)
     return out
