@@ -11,7 +11,9 @@ update step (``update``).
 
 from __future__ import annotations
 
+import inspect
 import math
+import numbers
 import warnings
 from typing import TYPE_CHECKING, Any, Self
 
@@ -108,6 +110,19 @@ def _with_point(recalibrated, mixture):
     return recalibrated
 
 
+def _same(value, default) -> bool:
+    """Whether a parameter is at its default (a sequence compared item by item, whatever its
+    type: a list or an array of the default's values is the default)."""
+    if isinstance(default, tuple) and not isinstance(value, str | bytes):
+        try:
+            return tuple(np.ravel(value).tolist()) == default
+        except (TypeError, ValueError):
+            return False
+    if default is None:
+        return value is None
+    return not isinstance(value, bool) and isinstance(value, numbers.Real) and value == default
+
+
 def check_edoebe_params(model, kind: type, name: str) -> None:
     """The checks an E-DOEBE (regressor or classifier) makes of its parameters."""
     check_families(model.families)
@@ -115,6 +130,18 @@ def check_edoebe_params(model, kind: type, name: str) -> None:
     check_int("n_samples", model.n_samples, 1)
     if model.models is not None:
         check_models(model.models, kind, name)
+        # the warm-up's parameters do nothing with explicit members: set, they say the caller
+        # expects a warm-up that will not run
+        defaults = inspect.signature(type(model).__init__).parameters
+        unused = [k for k in ("families", "n_warmup", "n_samples", "starts")
+                  if k in defaults and not _same(getattr(model, k), defaults[k].default)]
+        if unused:
+            raise ValueError(
+                f"{', '.join(unused)} {'go' if len(unused) > 1 else 'goes'} with the warm-up, "
+                "which explicit models skip: leave "
+                f"{'them' if len(unused) > 1 else 'it'} out, or leave out models to have the "
+                "warm-up fit the members"
+            )
     rw = model.rw_variances
     if isinstance(rw, str | bytes) or not isinstance(rw, list | tuple | np.ndarray):
         raise TypeError(f"rw_variances must be a tuple of positive numbers, got {rw!r}")

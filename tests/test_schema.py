@@ -442,11 +442,25 @@ def test_from_batch_takes_the_names_of_a_dataframe(cls):
         (lambda: DOEBE([DOBE()], weight_floor=1.0), ValueError, "weight_floor"),
         (lambda: DOBEClassifier(basis=3), TypeError, "basis"),
         (lambda: EDOEBEClassifier(starts=(0.0,)), ValueError, "starts"),
+        # the warm-up's parameters beside explicit members, which skip it (they were ignored)
+        (lambda: EDOEBE(models=[DOBE()], families=("rff",)), ValueError,
+         "families goes with the warm-up"),
+        (lambda: EDOEBE(models=[DOBE()], n_samples=4, starts=(0.5,)), ValueError,
+         "n_samples, starts go with the warm-up"),
+        (lambda: EDOEBEClassifier(models=[DOBEClassifier()], n_warmup=10), ValueError,
+         "n_warmup goes with the warm-up"),
     ],
 )
 def test_bad_parameters_are_refused_at_construction(make, exc, match):
     with pytest.raises(exc, match=match):
         make()
+
+
+def test_explicit_members_take_the_warm_up_s_defaults_in_any_form():
+    import numpy as np
+
+    model = EDOEBE(models=[DOBE()], n_warmup=np.int64(1000), starts=[0.1, 1.0, 10.0])
+    assert model.clone().models is not None
 
 
 def test_a_warm_up_that_fails_on_its_data_falls_back_once(monkeypatch):
