@@ -30,9 +30,9 @@ import numpy as np
 from river import base, proba
 from river.metrics import base as metrics_base
 
-from river_doebe._compat import is_classifier
+from river_doebe._compat import gives_distributions, is_classifier
 from river_doebe.distributions import PredictiveGaussian
-from river_doebe.metrics import _accepts_with_dist, _point
+from river_doebe.metrics import _point
 
 __all__ = ["ProgressiveResult", "WithDist", "progressive_scores"]
 
@@ -334,7 +334,7 @@ def progressive_scores(
             if isinstance(model, WithDist):
                 predict = model.predict_one
             else:
-                if not _accepts_with_dist(model.predict_one):
+                if not gives_distributions(model):
                     raise TypeError(
                         f"{type(model).__name__}.predict_one does not accept `with_dist`, so it "
                         "cannot give the predictive distribution that "

@@ -29,10 +29,9 @@ distribution, wrap the model in :class:`river_doebe.evaluate.WithDist`, or let
 
 from __future__ import annotations
 
-import inspect
 import math
 import numbers
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from river import proba
@@ -237,17 +236,6 @@ class NMSE(_CombinesIntoMetrics, metrics_base.RegressionMetric):
         if var <= 0.0:
             return math.nan
         return self.mse / var
-
-
-def _accepts_with_dist(method: Callable) -> bool:
-    """Whether a model's ``predict_one`` takes ``with_dist`` (by name or through ``**kwargs``)."""
-    try:
-        params = inspect.signature(method).parameters
-    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
-        return True
-    return "with_dist" in params or any(
-        p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()
-    )
 
 
 class _ScoresTheDistribution(_CombinesIntoMetrics, metrics_base.RegressionMetric):
