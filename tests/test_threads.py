@@ -524,3 +524,68 @@ def test_the_on_disk_check_of_the_parallel_sweep_answers_once(monkeypatch):
     DOBE(RandomFourierFeatures(4, seed=0)).learn_one({"a": 1.0}, 1.0)  # a serial sweep ran
     assert threads._parallel_sweep_cached() in (True, False)
     assert threads._twins_cached[0] is not None
+
+
+# ------------------------------------------------------------------ backward sweeps
+@pytest.mark.parametrize("M", [1, 2, 7, 45, 90, 91])
+@pytest.mark.parametrize("n_threads", [1, 2, 3, 4])
+def test_backward_runs_reverse_each_threads_run_in_place(M, n_threads):
+    order = threads.balanced_order(np.arange(M) % 2 == 0, np.full(M, 10))
+    back = threads.backward_runs(order, n_threads)
+    # Numba's runs: M // n each, one more for the first M % n (as np.array_split cuts)
+    for run, back_run in zip(np.array_split(order, n_threads),
+                             np.array_split(back, n_threads), strict=True):
+        assert back_run.tolist() == run[::-1].tolist()
+    assert threads.backward_runs(back, n_threads).tolist() == order.tolist()
+
+
+@numba.njit(parallel=True)
+def _thread_of(order, out):
+    for j in numba.prange(order.shape[0]):
+        out[order[j]] = numba.get_thread_id()
+
+
+@two_threads
+@pytest.mark.parametrize("M", [2, 45, 90, 91])
+def test_a_backward_sweep_gives_every_thread_the_members_it_swept_forwards(M):
+    """The point of sweeping backwards: each thread meets again the members its core's cache
+    holds. Checked on Numba's own split of a ``prange`` (the threading layer of this process)."""
+    order = threads.balanced_order(np.arange(M) % 3 == 0, np.full(M, 10))
+    n = threads.running_threads()
+    forwards, backwards = np.empty(M, dtype=np.int64), np.empty(M, dtype=np.int64)
+    _thread_of(order, forwards)
+    if numba.threading_layer() == "tbb":  # pragma: no cover - (TBB steals work: no fixed runs)
+        pytest.skip("TBB's threads take no fixed runs")
+    _thread_of(threads.backward_runs(order, n), backwards)
+    assert forwards.tolist() == backwards.tolist()
+    assert len(set(forwards.tolist())) == min(n, M)
+
+
+@pytest.mark.parametrize("setting", [1, numba.config.NUMBA_NUM_THREADS])
+def test_sweeping_backwards_every_other_sample_changes_no_number(setting, monkeypatch):
+    """The same stream with every sweep forwards: the same predictions and the same pickled
+    state, to the bit (each member's arithmetic is its own)."""
+    import river_doebe.engine.core as core
+
+    monkeypatch.setattr(threads, "PARALLEL_MIN_WORK", 0)  # (the parallel sweep for 7 members)
+    monkeypatch.setattr(threads, "PARALLEL_MIN_MEMBERS", 0)
+    xs, y = _stream(300, seed=5)
+    ys = y.tolist()
+
+    def run():
+        model, out = MODELS["DOEBE"](), []
+        for x, t in zip(xs, ys, strict=True):
+            out.append(model.predict_one(x))
+            model.learn_one(x, t)
+        return out, model
+
+    with num_threads(setting):
+        out, model = run()
+        engine = model._engine
+        backward = engine._backward[setting]
+        assert backward.tolist() != engine.order.tolist()  # (the turns did sweep backwards)
+        with monkeypatch.context() as patch:
+            patch.setattr(core, "backward_runs", lambda order, n_threads: order)
+            ref, ref_model = run()
+    assert out == ref
+    assert pickle.dumps(model) == pickle.dumps(ref_model)

@@ -13,7 +13,7 @@ from numpy.typing import ArrayLike
 from river_doebe._checks import check_transition
 from river_doebe.basis.base import stack_params
 from river_doebe.engine.members import FilterError, Member, csc_transition
-from river_doebe.engine.threads import Pace, balanced_order
+from river_doebe.engine.threads import Pace, backward_runs, balanced_order, running_threads
 from river_doebe.engine.weighting import Weighting
 from river_doebe.kernels.gaussian import gaussian_block, gaussian_block_parallel, gaussian_update
 from river_doebe.kernels.jit import Rented
@@ -133,7 +133,7 @@ class Engine:
     _scratch: frozenset = frozenset(
         ("Phi", "V", "E", "mean", "var", "loglik", "new_log_w", "log_prior", "status",
          "_cache_z", "_reach", "src", "n_slots", "order", "params", "_kernel_params",
-         "_kernel_state", "_pace", "_block_pace")
+         "_kernel_state", "_pace", "_block_pace", "_backward", "_turn")
     )
 
     def __init__(self, members: list[Member], transition: ArrayLike | None = None,
@@ -239,6 +239,10 @@ class Engine:
         self._cache_z: bytes | None = None  # the input of the cached predict step
         self.work = int(np.sum(self.F * self.F))
         self.order = balanced_order(self.static, self.F)
+        # every other predict sweep takes each thread's members backwards (see backward_runs):
+        # those orders by thread count, and whether the next sweep is one of them
+        self._backward: dict[int, np.ndarray] = {}
+        self._turn = False
         # which kernels run (one thread or all) is timed on the stream (kept out of pickles and
         # copies: it changes no number)
         if "_pace" in self.__dict__:
@@ -310,7 +314,15 @@ class Engine:
         parallel = self.M > 1 and self._pace.start(self.work, self.M)  # (a single learner: never)
         self._featurize(z[None, :], self.Phi[:, None, :], parallel)
         sweep = predict_stack_parallel if parallel else predict_stack
-        if sweep(self.order, self.Phi, self.src, self._kernel_params, self._kernel_state, self.V,
+        order = self.order
+        self._turn = not self._turn
+        if self._turn and self.M > 1:
+            n = running_threads() if parallel else 1
+            backward = self._backward.get(n)
+            if backward is None:
+                backward = self._backward[n] = backward_runs(self.order, n)
+            order = backward
+        if sweep(order, self.Phi, self.src, self._kernel_params, self._kernel_state, self.V,
                  self.E, self.mean, self.var, self.status, None):
             need = np.flatnonzero(self.status == NEEDS_REPAIR)
             if need.size:

@@ -77,10 +77,12 @@ __all__ = [
     "SPIN_SECONDS",
     "UNCACHED_TWINS_SECONDS",
     "Pace",
+    "backward_runs",
     "balanced_order",
     "compiled",
     "get_num_threads",
     "num_threads",
+    "running_threads",
     "set_num_threads",
     "threads_ready",
     "time_the_spin",
@@ -208,6 +210,11 @@ def use_threads(work: int, members: int, rows: int = 1) -> bool:
 #: own, ``numba.np.ufunc.parallel._get_num_threads``, when it has it) without the two locks it
 #: takes first, which cost a large stack 7-12 us a sample (``benchmarks/results/engine.md``)
 _numba_count: list[Callable[[], int]] = [numba.get_num_threads]
+
+
+def running_threads() -> int:
+    """The threads a parallel kernel called now from this thread runs on (Numba's count)."""
+    return _numba_count[0]()
 
 
 #: the clock of :class:`Pace` and of the compile bill (nanoseconds; a test may replace it)
@@ -514,3 +521,29 @@ def balanced_order(static: np.ndarray, F: np.ndarray) -> np.ndarray:
         rows = np.flatnonzero((static == kind[0]) & (F == kind[1]))
         position[rows] = (np.arange(len(rows)) + 0.5) / len(rows)
     return np.argsort(position, kind="stable").astype(np.int64)
+
+
+def backward_runs(order: np.ndarray, n_threads: int) -> np.ndarray:
+    """``order`` with the run of every thread reversed: the order in which a parallel kernel on
+    ``n_threads`` threads (``1``: the serial kernel) takes the members every other sweep.
+
+    A sweep one sample at a time reads and writes every member's covariance, more bytes than a
+    core's cache holds, and leaves in the cache the members it swept last. Swept again in the
+    same order, the cache holds none of those it needs first, and each member it brings in evicts
+    the next one it needs (a cyclic pass over more than the cache is the case where a
+    least-recently-used cache hits nothing). Swept backwards instead, every thread starts with
+    the members it swept last, still in its core's cache: each sweep then reads a cache's worth
+    less from memory (``benchmarks/results/engine.md``). A thread must meet its own members
+    again for that, so each run is reversed where it is: Numba splits a ``prange`` of ``M``
+    iterations into contiguous runs, one a thread, of ``M // n`` iterations plus one for the
+    first ``M % n`` threads (its ``omp`` and ``workqueue`` layers; measured). A threading layer
+    that splits otherwise (TBB's, which steals work) takes the members in another order: that
+    loses the cache's hits, never a number, as each member's arithmetic is its own."""
+    M = len(order)
+    out = np.empty_like(order)
+    start = 0
+    for i in range(n_threads):
+        size = M // n_threads + (i < M % n_threads)
+        out[start:start + size] = order[start:start + size][::-1]
+        start += size
+    return out
