@@ -513,7 +513,9 @@ class EDOEBE(BaseEDOEBE, ArrayRegressor, base.MiniBatchRegressor):
     families
         The basis families whose hyperparameters the warm-up fits: names (``"hsgp"``, ``"rff"``,
         ``"rbf"``, ``"poly"``, ``"linear"``, ``"bspline"``, see
-        :data:`river_doebe.warmup.FAMILIES`) and/or basis templates. The default ``None`` is the
+        :data:`river_doebe.warmup.FAMILIES`) and/or basis templates, each family once (a name
+        or a seeded template given twice is refused: its members would count twice; more
+        members of a family come from ``n_samples``). The default ``None`` is the
         paper's Experiment 3 set, ``("hsgp", "rff", "rbf")``: additive HSGP (about 100
         features), random Fourier features (50 frequencies) and an RBF network (100 centres),
         all with ARD length scales; on more than 100 inputs (a bag of words) the linear family
@@ -993,7 +995,9 @@ class EDOEBEClassifier(BaseEDOEBE, ArrayClassifier, base.MiniBatchClassifier):  
     families
         The basis families whose hyperparameters the warm-up fits: names (``"hsgp"``, ``"rff"``,
         ``"rbf"``, ``"poly"``, ``"linear"``, ``"bspline"``, see
-        :data:`river_doebe.warmup.FAMILIES`) and/or basis templates. The default ``None`` is the
+        :data:`river_doebe.warmup.FAMILIES`) and/or basis templates, each family once (a name
+        or a seeded template given twice is refused: its members would count twice; more
+        members of a family come from ``n_samples``). The default ``None`` is the
         paper's Experiment 3 set, ``("hsgp", "rff", "rbf")``: additive HSGP (about 100
         features), random Fourier features (50 frequencies) and an RBF network (100 centres),
         all with ARD length scales; on more than 100 inputs (a bag of words) the linear family

@@ -340,6 +340,27 @@ def test_families_are_validated():
         EDOEBE(rw_variances=(), static=False)
 
 
+def test_a_family_given_twice_is_refused_as_its_members_would_be_doubled():
+    from river_doebe import EDOEBEClassifier
+
+    for model in (EDOEBE, EDOEBEClassifier):
+        with pytest.raises(ValueError, match=r"families\[0\] and families\[2\] are 'rff'"):
+            model(families=["rff", "hsgp", "rff"])
+        with pytest.raises(ValueError, match="the same HilbertGP template"):
+            model(families=[HilbertGP(10), HilbertGP(10)])
+        with pytest.raises(ValueError, match="the same RandomFourierFeatures template"):
+            model(families=[RandomFourierFeatures(8, seed=3), RandomFourierFeatures(8, seed=3)])
+    # templates that draw their features apart are other families
+    EDOEBE(families=[RandomFourierFeatures(8), RandomFourierFeatures(8)])
+    EDOEBE(families=[RandomFourierFeatures(8, seed=1), RandomFourierFeatures(8, seed=2)])
+    X, y = Friedman1(n_samples=60, n_features=5).arrays()
+    model = EDOEBE(families=[RandomFourierFeatures(8), RandomFourierFeatures(8)], n_warmup=50,
+                   n_samples=1, starts=(1.0,), seed=0)
+    _finite_stream(model, X, y)
+    first, second = (m.basis for m in model.members[:2])
+    assert not np.array_equal(first._params()[0], second._params()[0])
+
+
 def test_a_family_alone_has_the_same_members_as_in_the_ensemble():
     X, y = Friedman1(n_samples=150, n_features=5).arrays()
     params = dict(n_warmup=150, n_samples=2, starts=(1.0,), seed=4)

@@ -175,6 +175,24 @@ def check_families(families) -> None:
                 f"RandomFourierFeatures(50)), got {type(f).__name__}; explicit members go in "
                 "models=[...]"
             )
+    # a family given twice would give every one of its members twice (the same name draws the
+    # same templates; the same template with a seed of its own, or with nothing random in it,
+    # the same features), which silently doubles that family's prior weight
+    seen: dict = {}
+    for k, f in enumerate(families):
+        if isinstance(f, str):
+            key: object = f
+        elif f._get_params().get("seed", 0) is None:
+            continue  # (its features are drawn afresh for each template: another family)
+        else:
+            key = (type(f), repr(sorted(f._get_params().items())))
+        if key in seen:
+            what = repr(f) if isinstance(f, str) else f"the same {type(f).__name__} template"
+            raise ValueError(
+                f"families[{seen[key]}] and families[{k}] are {what}: its members would be in "
+                "the ensemble twice; to give a family more members, raise n_samples"
+            )
+        seen[key] = k
 
 
 def resolve_families(families, n_inputs: int, seed: int | None = None) -> list:
