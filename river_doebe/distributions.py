@@ -113,7 +113,11 @@ class PredictiveGaussian(_NotANumber, proba.Gaussian):
         if variance > 0.0:
             # river's own formula, term for term: the same value to the last bit
             mu = self._var.mean.get()
-            return (x - mu) ** 2 / (-2.0 * variance) - _HALF_LOG_2PI - 0.5 * math.log(variance)
+            try:
+                square = (x - mu) ** 2
+            except OverflowError:  # a point beyond float64's square: its density is 0
+                return -math.inf
+            return square / (-2.0 * variance) - _HALF_LOG_2PI - 0.5 * math.log(variance)
         return -math.inf
 
     def __str__(self) -> str:
@@ -328,15 +332,17 @@ class GaussianMixture(_NotANumber, proba.base.ContinuousDistribution):
 
     # ------------------------------------------------------------------ density
     def _log_terms(self, x: float) -> np.ndarray:
-        r = x - self.means
-        with np.errstate(divide="ignore"):  # a weight that underflowed to 0: a -inf term
-            log_w = np.log(self.weights)
-        return (
-            log_w
-            - 0.5 * r * r / self.variances
-            - 0.5 * np.log(self.variances)
-            - _HALF_LOG_2PI
-        )
+        # a weight that underflowed to 0 is a -inf term; a point so far from a narrow component
+        # that its squared distance overflows is one too (its density is 0): no warning for
+        # either, as the values are right
+        with np.errstate(divide="ignore", over="ignore"):
+            r = x - self.means
+            return (
+                np.log(self.weights)
+                - 0.5 * r * r / self.variances
+                - 0.5 * np.log(self.variances)
+                - _HALF_LOG_2PI
+            )
 
     def log_pdf(self, x: float) -> float:
         """Log density of the mixture at ``x`` (computed in the log domain)."""
@@ -350,7 +356,9 @@ class GaussianMixture(_NotANumber, proba.base.ContinuousDistribution):
         return math.exp(self.log_pdf(x))
 
     def cdf(self, x: float) -> float:
-        z = (float(x) - self.means) / np.sqrt(self.variances)
+        # a standardised distance that overflows is +-inf, whose log_ndtr is exact (0 or -inf)
+        with np.errstate(over="ignore"):
+            z = (float(x) - self.means) / np.sqrt(self.variances)
         return float(np.exp(logsumexp(log_ndtr(z), b=self.weights)))
 
     def sample(self) -> float:

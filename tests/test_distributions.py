@@ -44,6 +44,21 @@ def test_log_pdf_far_in_the_tails_stays_finite():
     assert p(1e3) == 0.0
 
 
+@pytest.mark.filterwarnings("error")  # (no overflow warning: the values are the limits)
+def test_points_beyond_float64s_square_have_density_zero_and_cdf_zero_or_one():
+    narrow = GaussianMixture([0.5, 0.5], [0.0, 1.0], [1.0, 1e-300])
+    tiny = GaussianMixture([1.0, 5e-324], [0.0, 1.0], [1.0, 1.0])
+    g = gaussian(0.3, 0.5)
+    for dist in (narrow, tiny, g):
+        for x in (-1e300, -1e200, 1e200, 1e300):
+            assert dist.log_pdf(x) == -math.inf
+            assert dist(x) == 0.0
+            assert dist.cdf(x) == (1.0 if x > 0 else 0.0)
+    assert narrow.log_pdf(-1e10) == pytest.approx(-0.5 * 1e20 - 0.5 * math.log(2 * math.pi)
+                                                   + math.log(0.5), rel=1e-12)
+    assert narrow.cdf(0.5) == pytest.approx(0.5 * stats.norm.cdf(0.5), rel=1e-12)
+
+
 def test_samples_follow_the_mixture():
     p = _mix()
     draws = np.array([p.sample() for _ in range(40_000)])
