@@ -106,6 +106,50 @@ BASES = [
 ]
 
 
+@pytest.mark.parametrize("scale", [1.0, 5e7])
+@pytest.mark.parametrize("var_theta", [1e-4, 10.0])
+def test_the_update_s_bound_on_a_mean_step_holds(scale, var_theta):
+    """The learn step checks each mean step ``Sigma_pred phi g`` against a bound from scalars
+    alone (``kernels.stack.step_is_finite``): ``|e_i' Sigma_pred phi| <= sqrt(lambda q)`` with
+    ``lambda`` = ``var_theta`` (static) or ``2 (var_theta + (n + 1) var_rw)`` after ``n``
+    steps (dynamic). Checked at every prediction: the largest eigenvalue of the predictive
+    covariance, and every entry of ``Sigma_pred phi``, on inputs at the scales where rounding
+    broke covariances before."""
+    members = [DOBE(make(), var_theta=var_theta, var_eps=1e-6, var_rw=rw)
+               for make in (lambda: AdditivePolynomial(3), lambda: HilbertGP(8), lambda: Linear())
+               for rw in (0.0, 1e-6, 1e-1)]
+    model = DOEBE(members, weight_floor=0.0)
+    rng = np.random.default_rng(3)
+    checked = 0
+    for _ in range(300):
+        x = {"a": scale * rng.normal(), "b": rng.normal()}
+        model.predict_one(x)
+        engine = model._engine
+        if engine is None:  # (the first sample: nothing is set up before a model learns)
+            model.learn_one(x, x["b"])
+            continue
+        s = engine.state
+        for k in range(engine.M):
+            f = int(engine.F[k])
+            C = s.C[k, :f, :f]
+            q = float(engine.var[k] - engine.var_eps[k])
+            if engine.static[k]:
+                lam = float(engine.var_theta[k])
+                Sigma = C.T @ C
+                v = C.T @ engine.V[k, :f]  # (U (U' phi): the static V is U' phi)
+            else:
+                lam = 2.0 * (engine.var_theta[k] + (s.n_filtered[k] + 1) * engine.var_rw[k])
+                Sigma = C
+                v = engine.V[k, :f]
+            # (to rounding: the static bound has no slack, the check's 1e300 is far below
+            # float64's limit)
+            assert np.linalg.eigvalsh(0.5 * (Sigma + Sigma.T)).max() <= lam * (1.0 + 1e-9)
+            assert np.abs(v).max() <= math.sqrt(lam * q) * (1.0 + 1e-9)
+            checked += 1
+        model.learn_one(x, 1e-7 * x["a"] + x["b"])
+    assert checked == 299 * 9
+
+
 @pytest.mark.parametrize("make_basis", BASES)
 @pytest.mark.parametrize("var_rw", [0.0, 1e-3])
 def test_inputs_around_5e7_keep_every_variance_above_the_noise(make_basis, var_rw):

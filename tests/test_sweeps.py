@@ -314,10 +314,14 @@ def test_the_sweeps_give_the_row_by_row_bits(F, kinds, zeros, seed):
             _static_rows(f, Phi[0], ref.mu[m], ref.C[m], V_ref[m], ref.pvec[m],
                          ref.alpha0[m], ref.pg[m])
         else:
-            # (a dynamic member's mean moved when it learnt, not in the sweep)
+            # the owed mean step with the vector as the update left it, then its scale (the
+            # alpha0 of a dynamic member: sqrt of the curvature)
+            ref.mu[m, :f] += ref.pvec[m, :f] * ref.pg[m]
+            ref.pvec[m, :f] *= ref.alpha0[m]
             _dynamic_rows(f, Phi[0], ref.C[m], V_ref[m], ref.pvec[m], 1e-3)
     assert not status.any()
     for got in (state, flushed):
         assert np.array_equal(got.C, ref.C)
         assert np.array_equal(got.mu, ref.mu)
+        assert np.array_equal(got.pvec, ref.pvec)
     assert np.array_equal(V, V_ref)

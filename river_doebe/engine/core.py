@@ -784,7 +784,7 @@ class Engine:
         """
         if self.n_inputs is None or n_inputs <= self.n_inputs:  # (None: not set up yet)
             raise ValueError(f"cannot grow from {self.n_inputs} to {n_inputs} inputs")
-        mu, C = self._flushed()
+        mu, C, _ = self._flushed()
         stack = self.stack
         positions = [np.asarray(m.basis.grow(n_inputs), dtype=np.int64) for m in stack]
         F_new = np.array([m.basis.n_outputs for m in stack], dtype=np.int64)
@@ -811,14 +811,16 @@ class Engine:
         self._allocate_scratch()
 
     # ------------------------------------------------------------------ views
-    def _flushed(self) -> tuple[np.ndarray, np.ndarray]:
-        """Copies of the means and covariance factors with every owed update applied."""
+    def _flushed(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Copies of the means, covariance factors and owed vectors with every owed update
+        applied."""
         s = self.state
-        mu, C = s.mu.copy(), s.C.copy()
+        mu, C, pvec = s.mu.copy(), s.C.copy(), s.pvec.copy()
         if s.pend.any():
-            flush_stack(self._kernel_params, tuple(s._replace(mu=mu, C=C, pend=s.pend.copy())),
+            flush_stack(self._kernel_params,
+                        tuple(s._replace(mu=mu, C=C, pvec=pvec, pend=s.pend.copy())),
                         np.zeros_like(mu))
-        return mu, C
+        return mu, C, pvec
 
     @property
     def mu(self) -> np.ndarray:
@@ -829,7 +831,7 @@ class Engine:
     def Sigma(self) -> np.ndarray:
         """The live members' posterior covariances ``(M, F_max, F_max)``, in stack order (a
         copy; zero-padded)."""
-        _, C = self._flushed()
+        _, C, _ = self._flushed()
         for k in np.flatnonzero(self.static).tolist():
             L = C[k]
             S = L.T @ L
@@ -844,7 +846,7 @@ class Engine:
             raise ValueError(f"member {k} is dead (it can never carry weight again): no posterior")
         row = int(rows[0])
         f = int(self.F[row])
-        mu, C = self._flushed()
+        mu, C, _ = self._flushed()
         S = C[row, :f, :f]
         if self.static[row]:
             S = S.T @ S
@@ -898,9 +900,9 @@ class Engine:
         state.pop("_observers", None)
         if "_state" in state:
             # the owed updates applied (on copies): the same numbers as applying them later
-            mu, C = self._flushed()
+            mu, C, pvec = self._flushed()
             members = state.pop("_state")._replace(mu=mu, C=_pack_covariances(C, self.static),
-                                                   pend=np.zeros_like(self.state.pend))
+                                                   pvec=pvec, pend=np.zeros_like(self.state.pend))
             state["state"] = dict(zip(State._fields, members, strict=True))
         return state
 

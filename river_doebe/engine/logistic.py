@@ -94,7 +94,7 @@ class LogisticEngine(Engine):
         ``y -> 1 - y``: negating the means (and the cached latent means) is an exact relabelling.
         """
         self.state.mu[...] *= -1.0
-        self.state.pg[...] *= -1.0  # a static member's owed mean step flips with its mean
+        self.state.pg[...] *= -1.0  # a member's owed mean step flips with its mean
         self.mean *= -1.0
         self.logit *= -1.0
 

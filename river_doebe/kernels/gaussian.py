@@ -29,20 +29,20 @@ LOG_2PI = math.log(2.0 * math.pi)
 
 
 @kernel(inline="always")
-def _can_learn(f, is_static, mu, v, mean, var, var_theta, var_eps, y):
+def _can_learn(is_static, mean, var, var_theta, var_rw, n, var_eps, y):
     """Whether the member's residual, gain and mean step for ``y`` stay finite."""
     r = y - mean
     g = r / var
     if not (math.isfinite(r) and math.isfinite(g)):
         return False
-    return step_is_finite(f, is_static, mu, v, var - var_eps, var_theta, g)
+    return step_is_finite(is_static, var - var_eps, var_theta, var_rw, n, g)
 
 
 @kernel(inline="always")
-def _learn(f, is_static, mu, v, mean, var, var_eps, y, alpha0, pg, m):
+def _learn(is_static, mean, var, var_eps, y, alpha0, pg, m):
     """Record member ``m``'s update for ``y``; return its log-likelihood ``log N(y; mean, var)``."""
     r = y - mean
-    record_update(f, is_static, mu, v, r / var, 1.0 / var, var_eps, alpha0, pg, m)
+    record_update(is_static, r / var, 1.0 / var, var_eps, alpha0, pg, m)
     return -0.5 * (LOG_2PI + math.log(var) + r * r / var)
 
 
@@ -52,23 +52,23 @@ def gaussian_update(params, state, V, mean, var, y, loglik):
     :class:`~river_doebe.kernels.stack.Params` and :class:`~river_doebe.kernels.stack.State`)
     with a Gaussian likelihood; record the owed updates.
 
-    Every member is checked first: a residual, gain or mean step that would not be finite
-    returns ``m + 1`` for the first such member and changes nothing. Otherwise writes
-    ``loglik[m] = log N(y; mean[m], var[m])``, updates the means of dynamic members, keeps the
-    owed factor in the state's ``pvec`` (``v sqrt(c)`` for dynamic members, ``f`` for static
-    ones) and returns 0.
+    Every member is checked first: a residual, gain or mean step that would not be finite (the
+    step from a bound, :func:`~river_doebe.kernels.stack.step_is_finite`) returns ``m + 1`` for
+    the first such member and changes nothing. Otherwise writes ``loglik[m] = log N(y; mean[m],
+    var[m])`` and records each member's owed update (its vector ``v`` in the state's ``pvec``,
+    its gain, and ``sqrt(c)`` for a dynamic member or ``alpha_0`` for a static one), which the
+    next predict sweep applies; returns 0.
     """
     p = Params(*params)
     s = State(*state)
-    F, static, var_eps, mu = p.F, p.static, p.var_eps, s.mu
-    M = mu.shape[0]
+    F, static, var_eps = p.F, p.static, p.var_eps
+    M = F.shape[0]
     for m in range(M):
-        if not _can_learn(F[m], static[m], mu[m], V[m], mean[m], var[m], p.var_theta[m],
-                          var_eps[m], y):
+        if not _can_learn(static[m], mean[m], var[m], p.var_theta[m], p.var_rw[m],
+                          s.n_filtered[m], var_eps[m], y):
             return m + 1
     for m in range(M):
-        loglik[m] = _learn(F[m], static[m], mu[m], V[m], mean[m], var[m], var_eps[m], y,
-                           s.alpha0, s.pg, m)
+        loglik[m] = _learn(static[m], mean[m], var[m], var_eps[m], y, s.alpha0, s.pg, m)
         owe_update(m, F[m], V, s)
     return 0
 
@@ -83,19 +83,18 @@ def _member_rows(m, Phi3, src, Y, p, s, V, E, mean_out, var_out, loglik_out, sta
     :func:`~river_doebe.kernels.stack.predict_member`), or 1 (the update would not be finite)."""
     f = p.F[m]
     is_static = p.static[m]
-    mu = s.mu
     for t in range(Y.shape[0]):
         mean, var = mean_out[t], var_out[t]
         refused = predict_member(m, Phi3[src[m], t], p, s, V, E, mean, var, repair)
         if refused:
             status[m] = refused
             return t
-        if not _can_learn(f, is_static, mu[m], V[m], mean[m], var[m], p.var_theta[m],
-                          p.var_eps[m], Y[t]):
+        if not _can_learn(is_static, mean[m], var[m], p.var_theta[m], p.var_rw[m],
+                          s.n_filtered[m], p.var_eps[m], Y[t]):
             status[m] = 1
             return t
-        loglik_out[t, m] = _learn(f, is_static, mu[m], V[m], mean[m], var[m], p.var_eps[m], Y[t],
-                                  s.alpha0, s.pg, m)
+        loglik_out[t, m] = _learn(is_static, mean[m], var[m], p.var_eps[m], Y[t], s.alpha0,
+                                  s.pg, m)
         owe_update(m, f, V, s)
     status[m] = 0
     return -1

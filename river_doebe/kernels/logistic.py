@@ -148,11 +148,11 @@ def probit_logits(mean, var, logit):
 
 
 @kernel(inline="always")
-def _learn(f, is_static, mu, v, var, logit, t, lam, y, alpha0, pg, m):
+def _learn(is_static, var, logit, t, lam, y, alpha0, pg, m):
     """Record member ``m``'s step (``t``, ``lam``: Laplace or IPL); return ``log p_m(y)``."""
     a0 = 1.0 / lam if lam > 0.0 else np.inf
     c = lam / (1.0 + lam * var)
-    record_update(f, is_static, mu, v, t, c, a0, alpha0, pg, m)
+    record_update(is_static, t, c, a0, alpha0, pg, m)
     return log_sigmoid((1.0 if y == 1 else -1.0) * logit)
 
 
@@ -174,15 +174,16 @@ def logistic_update_stack(params, state, V, mean, var, logit, y, loglik, t_buf, 
     """
     p = Params(*params)
     s = State(*state)
-    F, static, mu = p.F, p.static, s.mu
-    M = mu.shape[0]
+    F, static = p.F, p.static
+    M = F.shape[0]
     for m in range(M):
         t_buf[m], lam_buf[m] = solve_step(mean[m], var[m], y, ipl)
-        if not step_is_finite(F[m], static[m], mu[m], V[m], var[m], p.var_theta[m], t_buf[m]):
+        if not step_is_finite(static[m], var[m], p.var_theta[m], p.var_rw[m], s.n_filtered[m],
+                              t_buf[m]):
             return m + 1
     for m in range(M):
-        loglik[m] = _learn(F[m], static[m], mu[m], V[m], var[m], logit[m], t_buf[m], lam_buf[m],
-                           y, s.alpha0, s.pg, m)
+        loglik[m] = _learn(static[m], var[m], logit[m], t_buf[m], lam_buf[m], y, s.alpha0,
+                           s.pg, m)
         owe_update(m, F[m], V, s)
     return 0
 
@@ -197,7 +198,6 @@ def _member_rows(m, Phi3, src, Y, p, s, V, E, mean_out, var_out, logit_out, logl
     :func:`river_doebe.kernels.gaussian._member_rows`)."""
     f = p.F[m]
     is_static = p.static[m]
-    mu = s.mu
     for t in range(Y.shape[0]):
         mean, var = mean_out[t], var_out[t]
         refused = predict_member(m, Phi3[src[m], t], p, s, V, E, mean, var, repair)
@@ -207,11 +207,11 @@ def _member_rows(m, Phi3, src, Y, p, s, V, E, mean_out, var_out, logit_out, logl
         logit = probit_logit(mean[m], var[m])
         logit_out[t, m] = logit
         step, lam = solve_step(mean[m], var[m], Y[t], ipl)
-        if not step_is_finite(f, is_static, mu[m], V[m], var[m], p.var_theta[m], step):
+        if not step_is_finite(is_static, var[m], p.var_theta[m], p.var_rw[m], s.n_filtered[m],
+                              step):
             status[m] = 1
             return t
-        loglik_out[t, m] = _learn(f, is_static, mu[m], V[m], var[m], logit, step, lam, Y[t],
-                                  s.alpha0, s.pg, m)
+        loglik_out[t, m] = _learn(is_static, var[m], logit, step, lam, Y[t], s.alpha0, s.pg, m)
         owe_update(m, f, V, s)
     status[m] = 0
     return -1

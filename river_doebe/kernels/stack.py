@@ -45,10 +45,13 @@ predictive variance can come out negative. Members are therefore kept in one of 
 **Deferred updates.** A member's ``O(F^2)`` covariance update is not applied at once: the update
 step records it (``pend``, ``pvec``, ``alpha0``, ``pg``) and the next predict sweep applies it row
 by row in the same pass that reads the row for the next prediction, so ``C`` is read and written
-once per step. For static members the mean update (which needs ``e_F``) is deferred too.
-The arithmetic is exactly the same whether a pending update is applied inside a predict sweep or
-on its own (:func:`flush_stack`), so *when* it is applied never changes any later number: a model
-may be pickled, copied or inspected at any time.
+once per step. The mean update is deferred too: a static member's needs ``e_F``, and a dynamic
+member's (with the scaling of its owed vector) goes through rows the sweep reads anyway, so the
+update step touches no member's rows but to keep its owed vector. Whether a mean step stays
+finite is checked by the update from scalars alone (:func:`step_is_finite`). The arithmetic
+is exactly the same whether a pending update is applied inside a predict sweep or on its own
+(:func:`flush_stack`), so *when* it is applied never changes any later number: a model may be
+pickled, copied or inspected at any time.
 
 References
 ----------
@@ -84,6 +87,7 @@ __all__ = [
     "reachable",
     "record_update",
     "repair_covariance",
+    "settle_step",
     "step_is_finite",
 ]
 
@@ -92,8 +96,9 @@ __all__ = [
 Params = namedtuple("Params", ("F", "static", "var_rw", "var_theta", "var_eps"))
 
 #: what learning changes in the members: means ``mu (M, F_max)``, covariance factors ``C (M,
-#: F_max, F_max)``, the owed update (its vector ``pvec (M, F_max)``, a static member's ``alpha0``
-#: and mean gain ``pg``, and ``pend``: whether one is owed) and ``n_filtered``, the steps each
+#: F_max, F_max)``, the owed update (its vector ``pvec (M, F_max)``, its mean gain ``pg``, and
+#: ``alpha0``: a static member's ``alpha_0``, a dynamic member's ``sqrt(c)`` that scales
+#: ``pvec``; ``pend``: whether one is owed) and ``n_filtered``, the steps each
 #: member filtered
 State = namedtuple("State", ("mu", "C", "pvec", "alpha0", "pg", "pend", "n_filtered"))
 
@@ -209,6 +214,8 @@ def predict_member(m, phi, p, s, V, E, mean, var, repair):
         _static_sweep(f, owes, True, phi, mu[m], C[m], V[m], E[m], pvec[m], s.alpha0[m],
                       s.pg[m])
     else:
+        if owes:
+            settle_step(f, mu[m], pvec[m], s.pg[m], s.alpha0[m])
         dynamic_sweep(C[m], f, pvec[m], phi, V[m], p.var_rw[m], owes, True)
     sm, q, pp = _moments(f, is_static, phi, mu[m], V[m])
     if math.isfinite(sm) and math.isfinite(q) and not is_static:
@@ -253,8 +260,9 @@ predict_stack, predict_stack_parallel = stack_kernel(_predict_stack)
 @kernel()
 def flush_stack(params, state, E):
     """Apply every owed update of the state now (bit for bit what the next predict sweep would
-    do); ``params``, ``state``: plain tuples of the fields of :class:`Params` and :class:`State`;
-    ``E`` is scratch of the shape of ``mu``."""
+    do); ``params``, ``state``: plain tuples of the fields of :class:`Params` and :class:`State`
+    (its ``mu``, ``C``, ``pvec`` and ``pend`` are written: a caller that wants the state as it
+    is passes copies of them); ``E`` is scratch of the shape of ``mu``."""
     p = Params(*params)
     s = State(*state)
     mu, C, pvec, pend = s.mu, s.C, s.pvec, s.pend
@@ -266,35 +274,43 @@ def flush_stack(params, state, E):
             _static_sweep(p.F[m], True, False, mu[m], mu[m], C[m], mu[m], E[m], pvec[m],
                           s.alpha0[m], s.pg[m])
         else:
+            settle_step(p.F[m], mu[m], pvec[m], s.pg[m], s.alpha0[m])
             dynamic_sweep(C[m], p.F[m], pvec[m], mu[m], mu[m], p.var_rw[m], True, False)
 
 
 @kernel(inline="always")
-def step_is_finite(f, is_static, mu, v, q, var_theta, g):
-    """Whether the mean step ``mu += Sigma_pred phi g`` stays finite. For a static member
-    ``Sigma_pred phi`` is not at hand, but ``Sigma <= var_theta I`` bounds it by
-    ``sqrt(var_theta q)`` with ``q = |U' phi|^2``."""
-    if is_static:
-        return math.sqrt(var_theta * q) * abs(g) <= _MAX_STEP
-    for i in range(f):
-        if not math.isfinite(mu[i] + v[i] * g):
-            return False
-    return True
+def step_is_finite(is_static, q, var_theta, var_rw, n, g):
+    """Whether the mean step ``mu += Sigma_pred phi g`` is certain to stay within
+    :data:`_MAX_STEP` (``q = phi' Sigma_pred phi``, or ``|U' phi|^2`` for a static member), from
+    scalars alone: each entry of ``Sigma_pred phi`` is at most ``sqrt(lambda q)`` in size
+    (Cauchy-Schwarz in the inner product of ``Sigma_pred``), where ``lambda`` bounds the
+    largest eigenvalue of ``Sigma_pred``. A static member has ``Sigma <= var_theta I`` (an
+    update only takes away); a dynamic one after ``n`` steps ``Sigma_pred <= (var_theta + n
+    var_rw) I`` (each step takes away, then adds the random walk's ``var_rw I``), doubled here
+    against rounding. So the step's vectors are not read: the update of a large stack touches
+    none of its members' rows."""
+    lam = var_theta if is_static else 2.0 * (var_theta + (n + 1.0) * var_rw)
+    return math.sqrt(lam * q) * abs(g) <= _MAX_STEP
 
 
 @kernel(inline="always")
-def record_update(f, is_static, mu, v, g, c, a0, alpha0, pg, m):
-    """Record member ``m``'s owed update for gain ``g`` and curvature ``c`` (a static member:
-    ``alpha0[m] = a0 = 1/c - |f|^2``, computed by the likelihood without cancellation)."""
-    if is_static:
-        pg[m] = g
-        alpha0[m] = a0
-    else:
-        for i in range(f):
-            mu[i] += v[i] * g
-        r = math.sqrt(c)
-        for i in range(f):
-            v[i] *= r
+def record_update(is_static, g, c, a0, alpha0, pg, m):
+    """Record member ``m``'s owed update for gain ``g`` and curvature ``c``: its mean gain
+    ``pg[m] = g`` and, for a static member, ``alpha0[m] = a0 = 1/c - |f|^2`` (computed by the
+    likelihood without cancellation), for a dynamic one ``alpha0[m] = sqrt(c)``: the next
+    sweep takes the mean step ``mu += v g`` and scales the owed vector ``v`` by ``sqrt(c)``
+    (:func:`settle_step`), on rows it reads anyway."""
+    pg[m] = g
+    alpha0[m] = a0 if is_static else math.sqrt(c)
+
+
+@kernel(inline="always")
+def settle_step(f, mu, pv, g, r):
+    """A dynamic member's owed mean step and the owed vector's scale (see
+    :func:`record_update`): ``mu += pv g``, then ``pv *= r``."""
+    for i in range(f):
+        mu[i] += pv[i] * g
+        pv[i] *= r
 
 
 @kernel(inline="always")
