@@ -115,8 +115,11 @@ class PredictiveGaussian(_NotANumber, proba.Gaussian):
             mu = self._var.mean.get()
             try:
                 square = (x - mu) ** 2
-            except OverflowError:  # a point beyond float64's square: its density is 0
-                return -math.inf
+            except OverflowError:
+                # the distance squares beyond float64: in units of the standard deviation it
+                # may not (a variance near 1e300), else the density is 0 in float64
+                z = (x - mu) / math.sqrt(variance)
+                return -0.5 * z * z - _HALF_LOG_2PI - 0.5 * math.log(variance)
             return square / (-2.0 * variance) - _HALF_LOG_2PI - 0.5 * math.log(variance)
         return -math.inf
 
@@ -359,7 +362,8 @@ class GaussianMixture(_NotANumber, proba.base.ContinuousDistribution):
         # a standardised distance that overflows is +-inf, whose log_ndtr is exact (0 or -inf)
         with np.errstate(over="ignore"):
             z = (float(x) - self.means) / np.sqrt(self.variances)
-        return float(np.exp(logsumexp(log_ndtr(z), b=self.weights)))
+        # (the weights sum to 1 only to rounding: the upper tail could pass 1 by an ulp or two)
+        return min(float(np.exp(logsumexp(log_ndtr(z), b=self.weights))), 1.0)
 
     def sample(self) -> float:
         k = self._rng.choices(range(self.weights.size), weights=self.weights.tolist())[0]

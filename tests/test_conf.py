@@ -751,6 +751,33 @@ def test_quantiles_and_moments_of_uneven_mixtures(G):
     assert G.sigma == pytest.approx(sd, rel=1e-9)
 
 
+@pytest.mark.parametrize("mixture", [False, True])
+def test_the_moments_of_a_map_with_a_steep_stretch_are_those_of_its_quantiles(mixture):
+    """A map that puts a quarter of the probability on 3e-11 of F's (a real E-DOEBE's after a
+    constant warm-up): its two kinks are closer than a float's step at 7, and its moments came
+    out as sigma 0, the mean 2.4 sds off. They shift with the location and match the moments of
+    the quantile function."""
+    ku = [0.0, 0.49527151432561595, 0.49844413213141114, 0.5058971854431296,
+          0.5058971854751131, 0.5272549832647129, 1.0]
+    kp = [0.0, 0.05, 0.25, 0.5, 0.75, 0.95, 1.0]
+    var = 2.9602968394540587e-15
+
+    def base(loc):
+        if mixture:
+            return GaussianMixture([0.4, 0.6], [loc - 1e-8, loc + 2e-8], [var, 2.0 * var])
+        return gaussian(loc, var)
+
+    at0 = RecalibratedDistribution(base(0.0), ku, kp)
+    p = (np.arange(400_000) + 0.5) / 400_000
+    q = at0.quantile(p)
+    assert at0.mu == pytest.approx(q.mean(), abs=1e-3 * q.std())
+    assert at0.sigma == pytest.approx(q.std(), rel=1e-3)
+    for loc in (7.0, -30.0, 1000.0):
+        G = RecalibratedDistribution(base(loc), ku, kp)
+        assert G.mu - loc == pytest.approx(at0.mu, abs=1e-3 * at0.sigma)
+        assert G.sigma == pytest.approx(at0.sigma, rel=1e-3)
+
+
 def test_the_crps_leaves_out_only_components_lighter_than_its_rounding():
     # an ensemble's members keep weights down to 1e-100: two such, narrow and far out, would
     # set the quadrature's pieces (their width, the span); the CRPS reads the others

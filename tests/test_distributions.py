@@ -59,6 +59,28 @@ def test_points_beyond_float64s_square_have_density_zero_and_cdf_zero_or_one():
     assert narrow.cdf(0.5) == pytest.approx(0.5 * stats.norm.cdf(0.5), rel=1e-12)
 
 
+def test_log_densities_at_the_edge_of_float64_stay_finite_where_they_are():
+    # a standard deviation near 8e153: the residual squares beyond float64, its square in
+    # units of the variance does not
+    var = 7.986e153 ** 2
+    exact = stats.norm.logpdf(0.0, 1.341e154, math.sqrt(var))
+    assert gaussian(1.341e154, var).log_pdf(0.0) == pytest.approx(exact, rel=1e-12)
+    mix = GaussianMixture([1.0], [1.341e154], [var])
+    assert mix.log_pdf(0.0) == pytest.approx(exact, rel=1e-12)
+    from river_doebe.kernels.weights import mixture_log_density
+
+    assert mixture_log_density(np.zeros(1), np.array([1.341e154]), np.array([var]),
+                               0.0) == pytest.approx(exact, rel=1e-12)
+
+
+def test_a_mixture_s_cdf_never_passes_one():
+    # weights that sum to 1 only to rounding (the engine's: normalised in the log domain)
+    w = np.full(20, 1.0 / 20.0)
+    assert w.sum() > 1.0
+    mix = GaussianMixture._from_moments(w, np.linspace(-1, 1, 20), np.ones(20), 0.0, 1.0)
+    assert mix.cdf(50.0) == 1.0 and mix.cdf(-50.0) == 0.0
+
+
 def test_samples_follow_the_mixture():
     p = _mix()
     draws = np.array([p.sample() for _ in range(40_000)])

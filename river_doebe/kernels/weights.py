@@ -181,7 +181,11 @@ def mixture_log_density(log_w, mean, var, y):
     for m in range(M):
         if log_w[m] > -np.inf:
             r = y - mean[m]
-            terms[m] = log_w[m] - 0.5 * (LOG_2PI + math.log(var[m]) + r * r / var[m])
+            q = r * r / var[m]
+            if q == np.inf:  # (r * r beyond float64, in units of the variance maybe not)
+                z = r / math.sqrt(var[m])
+                q = z * z
+            terms[m] = log_w[m] - 0.5 * (LOG_2PI + math.log(var[m]) + q)
         else:
             terms[m] = -np.inf
         if terms[m] > hi:
