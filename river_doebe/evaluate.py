@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
-from river import base, proba
+from river import base, proba, utils
 from river.metrics import base as metrics_base
 
 from river_doebe._compat import gives_distributions, is_classifier
@@ -163,8 +163,18 @@ class ProgressiveResult:
         return self.scores[name]
 
 
-def _named_metrics(metrics: Any) -> list[tuple[str, metrics_base.Metric]]:
-    if isinstance(metrics, metrics_base.Metric) and not isinstance(metrics, metrics_base.Metrics):
+def _rolled(m: Any) -> metrics_base.Metric | None:
+    """The metric a ``river.utils.Rolling`` computes over its window (river's ``Rolling`` is
+    no metric itself: it hands every other attribute to the one it wraps), else ``None``."""
+    inner = getattr(m, "obj", None)
+    if isinstance(m, utils.Rolling) and isinstance(inner, metrics_base.Metric):
+        return inner
+    return None
+
+
+def _named_metrics(metrics: Any) -> list[tuple[str, Any]]:
+    if (isinstance(metrics, metrics_base.Metric) and not isinstance(metrics, metrics_base.Metrics)
+            or _rolled(metrics) is not None):
         metrics = [metrics]
     if isinstance(metrics, dict):
         items = list(metrics.items())
@@ -175,12 +185,14 @@ def _named_metrics(metrics: Any) -> list[tuple[str, metrics_base.Metric]]:
         seen: dict[str, int] = {}
         items = []
         for m in flat:
-            name = type(m).__name__
+            inner = _rolled(m)
+            name = type(m).__name__ if inner is None else f"Rolling{type(inner).__name__}"
             seen[name] = seen.get(name, 0) + 1
             items.append((name if seen[name] == 1 else f"{name}_{seen[name]}", m))
     for name, m in items:
-        if not isinstance(m, metrics_base.Metric):
-            raise TypeError(f"{name!r} is not a river metric: {m!r}")
+        if not isinstance(m, metrics_base.Metric) and _rolled(m) is None:
+            raise TypeError(f"{name!r} is not a river metric (or a river.utils.Rolling of one): "
+                            f"{m!r}")
     return items
 
 
@@ -232,8 +244,9 @@ def progressive_scores(
         A river regressor or classifier. It is trained in place.
     metrics
         A metric, a list of metrics (river ``Metrics`` containers are flattened), or a dict
-        ``{name: metric}``. In a list, a metric is named by its class, with ``_2``, ``_3``, ...
-        appended to repeats.
+        ``{name: metric}``; a metric over a window, ``river.utils.Rolling(metric, n)``, counts
+        as one. In a list, a metric is named by its class (``Rolling`` and its metric's class
+        for a rolling one), with ``_2``, ``_3``, ... appended to repeats.
     every
         If given, record every metric's value after every ``every`` samples, and after the
         last one (the traces, for plotting).

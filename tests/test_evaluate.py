@@ -260,6 +260,32 @@ def test_progressive_scores_updates_metrics_in_place(drift):
     assert snapshot.get() == metric.get()
 
 
+def test_progressive_scores_takes_river_s_rolling_metrics(drift):
+    """river's ``utils.Rolling`` wraps a metric without being one: the same scores as river's
+    ``progressive_val_score``, for a point metric and for one that needs the distribution."""
+    import warnings
+
+    from river import utils
+
+    from river_doebe import DOBE
+    from river_doebe.evaluate import WithDist
+
+    data = list(drift.take(200))
+    with warnings.catch_warnings():  # (river 0.26 prefers Rolling(MAE, window_size=50))
+        warnings.simplefilter("ignore", DeprecationWarning)
+        rolled = [utils.Rolling(river_metrics.MAE(), 50), utils.Rolling(metrics.PLL(), 50)]
+        theirs = [utils.Rolling(river_metrics.MAE(), 50), utils.Rolling(metrics.PLL(), 50)]
+    result = progressive_scores(data, DOBE(), [river_metrics.MAE(), *rolled])
+    assert list(result.scores) == ["MAE", "RollingMAE", "RollingPredictiveLogLikelihood"]
+    assert result["RollingMAE"] == evaluate.progressive_val_score(data, DOBE(), theirs[0]).get()
+    assert result["RollingPredictiveLogLikelihood"] == evaluate.progressive_val_score(
+        data, WithDist(DOBE()), theirs[1]).get()
+    alone = progressive_scores(data, DOBE(), utils.Rolling(river_metrics.MAE, window_size=50))
+    assert alone["RollingMAE"] == result["RollingMAE"]
+    with pytest.raises(TypeError, match="not a river metric"):
+        progressive_scores(data, DOBE(), [river_metrics.MAE(), object()])
+
+
 def test_progressive_scores_takes_river_s_argument_order(drift):
     """(dataset, model, metrics), as evaluate.progressive_val_score: the old order is refused
     before anything is learnt or scored."""
