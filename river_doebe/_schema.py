@@ -39,6 +39,12 @@ _FAST_TYPES = frozenset({float, int, np.float64, np.float32, np.int64, np.int32}
 #: convert to different float64s
 _NARROW = frozenset({np.float16, np.float32})
 
+#: the types whose values may reuse the last sample's array (:meth:`Schema._again`): accepted
+#: numbers that compare exactly with a Python float. A value of any other type, even one that
+#: compares equal (a ``Decimal``, a complex, a NumPy array), is validated anew: the input policy
+#: refuses it, whatever was converted before.
+_REUSABLE = (_FAST_TYPES - _NARROW) | {bool, np.bool_}
+
 
 def _no_values(x):
     return ()
@@ -116,20 +122,23 @@ class Schema:
         z = self._again(vals)
         if z is None:
             z = self._convert(vals)
-            # (values that compare inexactly are not kept: see _NARROW)
-            self._last = (vals, z) if _NARROW.isdisjoint(map(type, vals)) else None
+            # (only values that may be reused are kept: see _REUSABLE)
+            self._last = (vals, z) if _REUSABLE.issuperset(map(type, vals)) else None
         return z
 
     def _again(self, vals: Any) -> np.ndarray | None:
         """The array of the last sample :meth:`to_array` converted, if ``vals`` are its values
-        (river's loop learns the sample it has just predicted). Equal numbers give equal floats,
-        but for the zeros' signs, and but for a NumPy float narrower than a Python float on
-        either side (:data:`_NARROW`): a value equal to zero, or such a float, always converts
-        anew. The array is read, never written, by those who get it."""
+        (river's loop learns the sample it has just predicted). Only values of the plain number
+        types (:data:`_REUSABLE`) are reused: equal values of those types give equal floats, but
+        for the zeros' signs (a value equal to zero always converts anew), while a value of
+        another type may compare equal and yet be refused (a ``Decimal``, a complex, a NumPy
+        array) or convert to another float (a NumPy float narrower than a Python float, see
+        :data:`_NARROW`), so it is validated and converted anew, every time. The array is read,
+        never written, by those who get it."""
         last = self._last
         try:
             if (last is not None and last[0] == vals and 0.0 not in vals
-                    and _NARROW.isdisjoint(map(type, vals))):
+                    and _REUSABLE.issuperset(map(type, vals))):
                 return last[1]
         except (TypeError, ValueError):  # (a value that does not compare: validated anew)
             pass

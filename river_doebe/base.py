@@ -486,8 +486,11 @@ class ArrayClassifier(ArrayEstimator):
         if len(labels) != n:
             raise ValueError(f"got {n} rows of features but {len(labels)} labels")
         state = self._labels
-        for label in labels:  # refuses a bad or a third label before anything changes
-            state, _, _ = state.encode(label)
+        for i, label in enumerate(labels):  # refuses a bad (a missing) or a third label
+            try:  # before anything changes
+                state, _, _ = state.encode(label)
+            except (TypeError, ValueError) as err:
+                raise type(err)(f"row {i}: {err}; the batch is refused whole") from None
         return labels
 
     def _block_target_ok(self, label) -> bool:

@@ -87,7 +87,11 @@ class BatchPath:
                 check_row(x)
         targets = self._batch_targets(y, n)
         if is_frame:
-            Z, commit = self._frame_for_learning(X)
+            Z, commit = self._frame_for_learning(X)  # (validates every column, changes nothing)
+            if n == 0:
+                # no sample learnt: the schema stays free (the first sample *learnt* fixes it),
+                # no column joins it and none is reported as ignored, as for an empty list
+                return [] if want else None
             commit()
             rows = list(Z)
         out: list | None = [None] * n if want else None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from typing import Any
 
 import numpy as np
@@ -24,12 +25,41 @@ def _is_bool(y: Any) -> bool:
     return isinstance(y, bool | np.bool_)
 
 
-def check_label(y: Any) -> Any:
-    """Validate a class label; return it (numpy booleans become ``bool``)."""
+#: the label types that are never a missing value (the usual labels: checked without a comparison)
+_PLAIN = frozenset({str, int})
+
+
+def _is_missing(y: Any) -> bool:
+    """Whether ``y`` is a missing value: ``None``, pandas' ``NA`` (a nullable ``boolean``,
+    ``string`` or ``Int64`` column's missing value) or any value that differs from itself (a
+    NaN of any type, pandas' ``NaT``, NumPy's ``datetime64('NaT')`` / ``timedelta64('NaT')``)."""
     if y is None:
-        raise ValueError("the label is None; labels must be hashable values such as bool or str")
+        return True
+    pd = sys.modules.get("pandas")  # (pandas is never imported here: its NA needs it loaded)
+    if pd is not None and (y is pd.NA or y is pd.NaT):
+        return True
+    try:
+        return bool(y != y)
+    except Exception:  # (a comparison that is no truth value: not a missing scalar)
+        return False
+
+
+def check_label(y: Any) -> Any:
+    """Validate a class label; return it (numpy booleans become ``bool``). A missing value
+    (``None``, NaN, pandas' ``NA`` or ``NaT``, NumPy's ``NaT``) raises ``ValueError``: a sample
+    without a label cannot be learnt, and it must not become a class."""
     if _is_bool(y):
         return bool(y)
+    if type(y) not in _PLAIN and _is_missing(y):
+        if y is None:
+            raise ValueError(
+                "the label is None; labels must be hashable values such as bool or str (a "
+                "missing label cannot be learnt: drop the sample)"
+            )
+        raise ValueError(
+            f"the label is {y!r}, a missing value; NaN, NA and NaT are not accepted as labels "
+            "(a missing label cannot be learnt, nor become a class: drop the sample)"
+        )
     if isinstance(y, numbers.Real) and not math.isfinite(float(y)):
         raise ValueError(f"the label is {y!r}; NaN and infinity are not accepted as labels")
     try:

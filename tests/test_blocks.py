@@ -167,6 +167,61 @@ def test_a_basis_that_learns_from_the_samples_takes_the_per_sample_path():
     assert pickle.dumps(a) == pickle.dumps(b)
 
 
+
+@pytest.mark.parametrize("name", [*REGRESSORS, *CLASSIFIERS])
+@pytest.mark.parametrize("learnt", [0, 40], ids=["fresh", "learnt"])
+def test_an_empty_batch_changes_nothing(name, learnt):
+    """The report: a zero-row DataFrame (a mini-batch a filter emptied) learnt nothing but fixed
+    the input schema to its columns, so every later prediction differed from an untouched twin
+    (and after some learning its new column joined the schema). An empty batch, in any form
+    and through every batch method, leaves the model byte for byte as it was."""
+    make = {**REGRESSORS, **CLASSIFIERS}[name]
+    classifier = name in CLASSIFIERS
+    X, y = _stream(n=200, seed=6)
+    frame = pd.DataFrame(X[:, :2], columns=["a", "b"])
+    ys = pd.Series(_targets(name, y))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        model, twin = make(), make()
+        for m in (model, twin):
+            if learnt:
+                m.learn_many(frame[["a"]].iloc[:learnt], ys.iloc[:learnt])
+    before = pickle.dumps(twin)
+    empty = frame[["b"]].iloc[:0]
+    calls = [
+        lambda: model.learn_many(empty, ys.iloc[:0]),
+        lambda: model.learn_many(frame.iloc[:0], []),
+        lambda: model.learn_many(pd.DataFrame(columns=["c"]), []),
+        lambda: model.learn_many([], []),
+        lambda: model.predict_learn_many(empty, ys.iloc[:0]),
+        lambda: model.predict_learn_many([], [], with_dist=True),
+        lambda: model.predict_many(empty),
+    ]
+    if classifier:
+        calls.append(lambda: model.predict_proba_many(empty))
+    else:
+        calls.append(lambda: model.predict_learn_many(empty, [], with_dist=True))
+    for call in calls:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # (no new feature is reported as ignored either)
+            out = call()
+        assert out is None or len(out) == 0
+        assert pickle.dumps(model) == before
+    assert model.feature_names_in_ == twin.feature_names_in_
+    rest = slice(learnt, learnt + 120)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        model.learn_many(frame.iloc[rest], ys.iloc[rest])
+        twin.learn_many(frame.iloc[rest], ys.iloc[rest])
+    later = frame.iloc[160:]
+    if classifier:
+        pd.testing.assert_frame_equal(model.predict_proba_many(later),
+                                      twin.predict_proba_many(later))
+    else:
+        pd.testing.assert_series_equal(model.predict_many(later), twin.predict_many(later))
+    assert pickle.dumps(model) == pickle.dumps(twin)
+
+
 def test_a_bad_row_is_refused_before_anything_changes():
     X, y = _stream(n=100, seed=4)
     xs = dicts(X, ["a", "b", "c"])

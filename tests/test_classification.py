@@ -8,6 +8,7 @@ import math
 import pickle
 
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import dicts, logistic_stream
 from river import datasets, evaluate, metrics, preprocessing
@@ -244,6 +245,82 @@ def test_bad_input_raises_and_leaves_state_unchanged(x, y, exc, word):
     with pytest.raises(exc, match=word):
         fresh.learn_one(x, y)
     assert fresh.feature_names_in_ == () and fresh.classes_ == ()
+
+
+
+# a missing label in any of its forms: Python's, NumPy's and pandas' (a nullable ``boolean``,
+# ``string`` or ``Int64`` column's <NA>, a datetime column's NaT)
+MISSING_LABELS = [None, float("nan"), np.float64("nan"), np.float32("nan"), pd.NA, pd.NaT,
+                  np.datetime64("NaT"), np.timedelta64("NaT"), complex("nan")]
+MAKE_CLASSIFIERS = {
+    "DOBEClassifier": lambda: DOBEClassifier(RandomFourierFeatures(6, seed=1)),
+    "DOEBEClassifier": lambda: DOEBEClassifier([DOBEClassifier(), DOBEClassifier(var_rw=1e-2)]),
+    "SDOEBEClassifier": lambda: SDOEBEClassifier([DOBEClassifier(), DOBEClassifier(var_rw=1e-2)],
+                                                 transition=[[0.9, 0.1], [0.1, 0.9]]),
+    "EDOEBEClassifier": lambda: EDOEBEClassifier(n_warmup=20, n_samples=2, starts=(1.0,),
+                                                 seed=0),
+}
+
+
+@pytest.mark.parametrize("missing", MISSING_LABELS, ids=repr)
+@pytest.mark.parametrize("make", MAKE_CLASSIFIERS.values(), ids=MAKE_CLASSIFIERS.keys())
+def test_a_missing_label_is_refused_and_never_becomes_a_class(make, missing):
+    """The report: with the labels True, True, pd.NA, False, <NA> became the second class and
+    the real False was refused for good as a third label (NaT labels were two classes)."""
+    model, twin = make(), make()
+    stream = [({"a": 0.5}, True), ({"a": 0.7}, True), ({"a": -0.1}, missing),
+              ({"a": -0.6}, False), ({"a": -0.2}, False)]
+    for x, t in stream:
+        before = pickle.dumps(model)
+        if t is missing:
+            with pytest.raises(ValueError, match="the label is .*(missing|None)"):
+                model.learn_one(x, t)
+            with pytest.raises(ValueError, match="the label is"):
+                model.predict_learn_many([x], [t])
+            assert pickle.dumps(model) == before
+            continue
+        model.learn_one(x, t)
+        twin.learn_one(x, t)
+    assert model.classes_ == (False, True)
+    assert pickle.dumps(model) == pickle.dumps(twin)
+    # before any label, and as a second label
+    for labels in ([missing], [True, missing], ["b", "a", missing]):
+        fresh = make()
+        for t in labels[:-1]:
+            fresh.learn_one({"a": 1.0}, t)
+        before = pickle.dumps(fresh)
+        with pytest.raises(ValueError, match="the label is"):
+            fresh.learn_one({"a": 1.0}, labels[-1])
+        assert pickle.dumps(fresh) == before
+    with pytest.raises(ValueError, match="the label is"):
+        model.log_density_one({"a": 1.0}, missing)
+
+
+@pytest.mark.parametrize("dtype, labels", [
+    ("boolean", [True, pd.NA, True, False]),
+    ("string", ["cat", "dog", pd.NA, "cat"]),
+    ("Int64", [1, 0, 0, pd.NA]),
+    ("object", [True, False, None, True]),
+    ("float64", [1.0, 0.0, float("nan"), 1.0]),
+    ("datetime64[ns]", [pd.Timestamp(0), pd.NaT, pd.Timestamp(1), pd.Timestamp(0)]),
+])
+@pytest.mark.parametrize("make", MAKE_CLASSIFIERS.values(), ids=MAKE_CLASSIFIERS.keys())
+def test_a_batch_with_a_missing_label_is_refused_whole(make, dtype, labels):
+    """A nullable column's <NA> (a datetime column's NaT) is refused as a NaN label is: the whole
+    batch, naming the row, with the model unchanged, in every batch method and form."""
+    y = pd.Series(labels, dtype=dtype)
+    row = next(i for i, t in enumerate(labels) if t is None or t is pd.NA or t != t)
+    X = pd.DataFrame({"a": [0.1, -0.2, 0.3, -0.4]})
+    model = make()
+    model.learn_one({"a": 0.0}, y.dropna().iloc[0])
+    before = pickle.dumps(model)
+    for call in (lambda: model.learn_many(X, y), lambda: model.predict_learn_many(X, y),
+                 lambda: model.learn_many(X.to_dict("records"), y.tolist()),
+                 lambda: model.predict_learn_many(X.to_dict("records"), list(y))):
+        with pytest.raises(ValueError, match=f"row {row}: the label is .*missing"):
+            call()
+        assert pickle.dumps(model) == before
+    assert len(model.classes_) == 1
 
 
 def test_invalid_parameters():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import pickle
 import warnings
+from decimal import Decimal
 
 import numpy as np
 import pandas as pd
@@ -1039,6 +1040,41 @@ def test_the_array_of_the_sample_just_predicted_is_reused_only_for_equal_values(
     with pytest.raises(ValueError, match="'b'"):
         schema.to_array({"a": 1.0, "b": float("nan")})
     assert pickle.loads(pickle.dumps(schema))._last is None  # (a cache: not pickled)
+
+
+
+REFUSED_BUT_EQUAL = [Decimal("1.5"), 1.5 + 0j, np.array([1.5]), np.array(1.5), np.complex128(1.5)]
+
+
+@pytest.mark.parametrize("bad", REFUSED_BUT_EQUAL, ids=repr)
+def test_a_refused_type_is_refused_whatever_the_sample_before(bad):
+    """The report: the array of the sample just converted was reused for values that compare
+    equal to its own, so a Decimal, a complex or a NumPy array equal to 1.5 was refused by
+    learn_one alone and learnt right after predict_one(a=1.5)."""
+    schema = Schema(["a", "b"])
+    z = schema.to_array({"a": 1.5, "b": 2.0})
+    for convert in (schema.to_array, schema.to_array_and_new):
+        with pytest.raises(TypeError, match="'a' has a value of type"):
+            convert({"a": bad, "b": 2.0})
+    assert schema.to_array({"a": 1.5, "b": 2.0}) is z  # (the plain numbers: still reused)
+    for make in (DOBE, DOBEClassifier, lambda: EDOEBE(n_warmup=10)):
+        model = make()
+        label = True if isinstance(model, DOBEClassifier) else 1.0
+        model.learn_one({"a": 0.3, "b": 2.0}, label)
+        model.learn_one({"a": 0.8, "b": 1.0}, not label if label is True else 2.0)
+        predict = getattr(model, "predict_proba_one", model.predict_one)
+        predict({"a": 1.5, "b": 2.0})  # the usual predict-then-learn loop
+        before = pickle.dumps(model)
+        with pytest.raises(TypeError, match="'a' has a value of type"):
+            model.learn_one({"a": bad, "b": 2.0}, label)
+        assert pickle.dumps(model) == before
+        model.learn_one({"a": 1.5, "b": 2.0}, label)  # (caches the values just learnt)
+        before = pickle.dumps(model)
+        with pytest.raises(TypeError, match="'a' has a value of type"):
+            predict({"a": bad, "b": 2.0})
+        with pytest.raises(TypeError, match="'a' has a value of type"):
+            model.learn_one({"a": bad, "b": 2.0}, label)
+        assert pickle.dumps(model) == before
 
 
 def test_a_narrow_numpy_float_never_stands_for_another_value():
