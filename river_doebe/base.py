@@ -229,15 +229,21 @@ class ArrayEstimator(BatchPath):
 
     def clone(self, new_params: dict | None = None, include_attributes: bool = False) -> Any:
         # river's Base.clone looks at the first item of every tuple parameter, which fails on an
-        # empty one (``rw_variances=()``): clone with a stand-in, then restore the value
-        empty = [k for k, v in self._get_params().items() if isinstance(v, tuple) and not v]
-        stand_in: dict[str, Any] = {k: [] for k in empty if k not in (new_params or {})}
+        # empty one (``rw_variances=()``, stored or new): clone with a stand-in, then restore it
+        params = {**self._get_params(), **(new_params or {})}
+        empty = [k for k, v in params.items() if isinstance(v, tuple) and not v]
         # (river's Base, which every estimator of the package mixes in after this class)
         clone = super().clone(  # type: ignore[misc]
-            {**stand_in, **(new_params or {})}, include_attributes
+            {**(new_params or {}), **dict.fromkeys(empty, [])}, False
         )
-        for k in stand_in:
+        for k in empty:
             setattr(clone, k, ())
+        if include_attributes:
+            # river deep-copies each attribute on its own, which makes two copies of an object
+            # that two attributes name (an E-DOEBE's warm-up fallback is also its adaptor's
+            # model): one deep copy of them all keeps it one object, as the original has it
+            attributes = {k: v for k, v in self.__dict__.items() if k not in params}
+            clone.__dict__.update(copy.deepcopy(attributes))
         return clone
 
     @property

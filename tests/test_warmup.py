@@ -340,6 +340,33 @@ def test_families_are_validated():
         EDOEBE(rw_variances=(), static=False)
 
 
+def test_a_clone_with_its_attributes_in_the_warm_up_goes_on_as_the_original():
+    """river's clone(include_attributes=True) deep-copied each attribute on its own, so the
+    warm-up's fallback (also the adaptor's model) became two objects in the clone, whose
+    window then stopped growing: after the warm-up its predictions differed."""
+    X, y = Friedman1(n_samples=150, n_features=5, seed=2).arrays()
+    xs = dicts(X, [f"x{i}" for i in range(5)])
+    model = EDOEBE(n_warmup=60, n_samples=1, starts=(1.0,), seed=0)
+    for x, t in zip(xs[:30], y[:30]):
+        model.learn_one(x, float(t))
+    clone = model.clone(include_attributes=True)
+    assert clone._adaptor.model is clone._warm and clone._warm is not model._warm
+    for x, t in zip(xs[30:], y[30:]):
+        assert clone.predict_one(x) == model.predict_one(x)
+        model.learn_one(x, float(t))
+        clone.learn_one(x, float(t))
+    assert clone.is_warm and pickle.dumps(clone) == pickle.dumps(model)
+
+
+def test_a_clone_takes_an_empty_tuple_as_a_new_parameter():
+    from river_doebe import EDOEBEClassifier
+
+    for model in (EDOEBE, EDOEBEClassifier):
+        assert model().clone({"rw_variances": ()}).rw_variances == ()
+        assert model(rw_variances=()).clone().rw_variances == ()
+        assert model(rw_variances=()).clone({"rw_variances": (1e-3,)}).rw_variances == (1e-3,)
+
+
 def test_a_family_given_twice_is_refused_as_its_members_would_be_doubled():
     from river_doebe import EDOEBEClassifier
 
