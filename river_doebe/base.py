@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import copy
 import math
-import numbers
 import warnings
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
 from river_doebe._schema import Schema, check_frame, check_target, check_targets
-from river_doebe.batch import BatchPath
+from river_doebe.batch import BatchPath, _blame
 from river_doebe.engine import Engine, FilterError
 from river_doebe.labels import Labels, argmax, check_label, same_label
 
@@ -209,15 +208,7 @@ class ArrayEstimator(BatchPath):
         """The engine's refusal, reworded for the user: what was refused, and what is most
         likely to blame: the largest input and, when a regression target was being learnt,
         the target (a huge target makes the update overflow whatever the inputs)."""
-        largest: tuple[Any, Any] | None = None
-        for name, v in x.items():
-            if isinstance(v, numbers.Real) and (largest is None or abs(v) > abs(largest[1])):
-                largest = (name, v)
-        hint = f"; its largest input is {largest[0]!r} = {largest[1]!r}" if largest else ""
-        scale = "the inputs (e.g. preprocessing.StandardScaler)"
-        if y is not None:
-            hint += f" and its target is {y!r}"
-            scale = "the inputs (e.g. preprocessing.StandardScaler) or the target"
+        hint, scale = _blame(x, y)
         return FilterError(
             f"{type(self).__name__} cannot {what} this sample safely ({err}){hint}. The model "
             f"is unchanged; scale {scale} or drop the sample"

@@ -16,10 +16,12 @@ Everything is validated before anything changes; a row the filters refuse
 
 from __future__ import annotations
 
+import numbers
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from river_doebe._compat import is_classifier
 from river_doebe._schema import check_frame, check_row
 from river_doebe.engine import FilterError
 
@@ -28,6 +30,31 @@ __all__ = ["BatchPath"]
 #: rows per block: enough for a member's covariance to stay in cache through many rows, few
 #: enough that the block's features and per-row outputs stay small
 BLOCK = 256
+
+
+def _blame(x: dict, y: Any = None) -> tuple[str, str]:
+    """What a refusal names as most likely to blame for a sample ``x`` (and its target ``y``,
+    when a regression target was being learnt): its largest input and the target, and what to
+    scale."""
+    largest: tuple[Any, Any] | None = None
+    for name, v in x.items():
+        if isinstance(v, numbers.Real) and (largest is None or abs(v) > abs(largest[1])):
+            largest = (name, v)
+    hint = f"; its largest input is {largest[0]!r} = {largest[1]!r}" if largest else ""
+    scale = "the inputs (e.g. preprocessing.StandardScaler)"
+    if y is not None:
+        hint += f" and its target is {y!r}"
+        scale = "the inputs (e.g. preprocessing.StandardScaler) or the target"
+    return hint, scale
+
+
+def _at_row(row: int, detail: str) -> FilterError:
+    """A batch's refusal of row ``row`` (``detail``: what happened to it); the row and the
+    message without it ride along (``row``, ``detail``), for a caller that counts rows from
+    elsewhere (:func:`river_doebe.evaluate.progressive_scores`: from the stream's start)."""
+    err = FilterError(f"row {row} {detail}; the rows before it were learnt")
+    err.row, err.detail = row, detail
+    return err
 
 
 class BatchPath:
@@ -116,8 +143,7 @@ class BatchPath:
             try:
                 pred = self._row(rows[i], targets[i], with_dist, want, is_frame)
             except FilterError as err:
-                raise FilterError(f"row {i} cannot be taken safely ({err}); the rows before it "
-                                  "were learnt") from None
+                raise _at_row(i, f"cannot be taken safely ({err})") from None
             if out is not None:
                 out[i] = pred
         flush()
@@ -128,9 +154,13 @@ class BatchPath:
         try:
             preds = self._run_block(Z, [targets[i] for i in block], with_dist, want)
         except FilterError as err:
-            row = block[getattr(err, "rows_learnt", 0)]
-            raise FilterError(f"row {row} cannot be learnt safely ({err}); the rows before it "
-                              "were learnt") from None
+            k = getattr(err, "rows_learnt", 0)
+            # named as learn_one names a sample: its largest input, and a regressor's target
+            names = () if self._schema is None else self._schema.names
+            target = None if is_classifier(self) else float(targets[block[k]])
+            hint, scale = _blame(dict(zip(names, Z[k].tolist())), target)
+            raise _at_row(block[k], f"cannot be learnt safely ({getattr(err, 'reason', err)})"
+                          f"{hint}; scale {scale} or drop it") from None
         if want:
             for i, p in zip(block, preds, strict=True):
                 out[i] = p

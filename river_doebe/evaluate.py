@@ -32,6 +32,7 @@ from river.metrics import base as metrics_base
 
 from river_doebe._compat import gives_distributions, is_classifier
 from river_doebe.distributions import PredictiveGaussian
+from river_doebe.engine import FilterError
 from river_doebe.metrics import _point
 
 __all__ = ["ProgressiveResult", "WithDist", "progressive_scores"]
@@ -483,7 +484,16 @@ def _one_step_ahead(dataset, model, predict, learn, is_clf, use_raw, block_size,
         if not chunk:
             return
         ys = [y for _, y in chunk]
-        preds = many([x for x, _ in chunk], ys, with_dist=use_raw and not is_clf)
+        try:
+            preds = many([x for x, _ in chunk], ys, with_dist=use_raw and not is_clf)
+        except FilterError as err:
+            if not hasattr(err, "row"):
+                raise
+            # (the block's row, counted from the stream's start; a block's predictions are
+            # scored once it is learnt whole: the refused sample's block is not)
+            raise FilterError(f"sample {t + err.row} of the stream (counting from 0) "
+                              f"{err.detail}; the samples before it were learnt, those of its "
+                              f"block of {len(chunk)} not scored") from None
         for y, p in zip(ys, preds, strict=True):
             yield y, point(p)
         t += len(chunk)

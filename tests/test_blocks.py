@@ -254,11 +254,30 @@ def test_a_row_the_filters_refuse_stops_the_batch_with_the_rows_before_it_learnt
     make = lambda: DOEBE([DOBE(AdditivePolynomial(3)), DOBE(Linear(), var_rw=1e-3)])  # noqa: E731
     a, b = make(), make()
     expected = _one_by_one(a, xs[:60], y[:60], False)
-    with pytest.raises(FilterError, match="row 60"):
+    # the row named as learn_one names a sample: its largest input and its target
+    with pytest.raises(FilterError, match=r"row 60 cannot be (learnt|taken) safely \(.*\).*"
+                       r"largest input is 'a' = 1e\+154 and its target is .*the rows before "
+                       r"it were learnt") as refused:
         b.predict_learn_many(xs, y)
+    assert refused.value.row == 60
     assert pickle.dumps(a) == pickle.dumps(b)
     assert [b.predict_one(x) for x in xs[61:]] == [a.predict_one(x) for x in xs[61:]]
     assert len(expected) == 60
+
+
+def test_progressive_scores_names_a_refused_sample_by_its_place_in_the_stream():
+    from river import metrics as river_metrics
+
+    from river_doebe.basis import AdditivePolynomial
+    from river_doebe.evaluate import progressive_scores
+
+    X, y = _stream(n=400, seed=5)
+    data = list(zip(dicts(X, ["a", "b", "c"]), y.tolist(), strict=True))
+    data[300] = ({"a": 1e154, "b": 0.0, "c": 0.0}, 0.5)
+    with pytest.raises(FilterError, match=r"^sample 300 of the stream \(counting from 0\) "
+                       r"cannot be .* 'a' = 1e\+154 and its target is 0.5"):
+        progressive_scores(data, DOBE(AdditivePolynomial(3)), river_metrics.MAE(),
+                           block_size=128)
 
 
 def test_the_first_blocks_rent_the_kernel_then_buy_it(monkeypatch):

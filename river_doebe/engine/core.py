@@ -636,6 +636,7 @@ class Engine:
             except FilterError as refused:
                 err = FilterError(f"row {offset + t} of the block cannot be learnt safely: "
                                   f"{refused}")
+                err.reason = str(refused)
                 err.rows_learnt = offset + t
                 err.learnt = _joined(parts) if parts else self._empty_outputs(keep_weights)
                 raise err from None
@@ -703,10 +704,11 @@ class Engine:
             # on the same stack, and its outputs have one column per member of it)
             learnt = (self.learn_block(Z[:t_bad], Y[:t_bad], keep_weights, bury=False) if t_bad
                       else self._empty_outputs(keep_weights))
-            err = FilterError(
-                f"row {offset + t_bad} of the block cannot be learnt safely: member "
-                f"{int(self.live[k])} ({type(self.stack[k].basis).__name__}) refuses it"
-            )
+            reason = (f"member {int(self.live[k])} ({type(self.stack[k].basis).__name__}) "
+                      "refuses it")
+            err = FilterError(f"row {offset + t_bad} of the block cannot be learnt safely: "
+                              f"{reason}")
+            err.reason = reason
             err.rows_learnt = offset + t_bad
             err.learnt = learnt
             raise err

@@ -48,6 +48,12 @@ class FilterError(ValueError):
     #: with it: what :meth:`~river_doebe.engine.Engine.learn_block` returns for those rows (their
     #: one-step-ahead predictions, made before each was learnt)
     learnt: tuple
+    #: with it: why the refused row was refused (the message without the row)
+    reason: str
+    #: set by a batch of a model (``learn_many``, ``predict_learn_many``): the refused row's
+    #: position in the batch, and the message without it (``detail``)
+    row: int
+    detail: str
 
 
 def edoebe_transition(n_members: int, n_levels: int, delta: float) -> np.ndarray:
