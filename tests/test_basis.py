@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -655,6 +656,110 @@ def test_linear_bias_is_true_or_false():
     with pytest.raises(TypeError, match="bias must be True or False, got 'x'"):
         Linear(bias="x")
     assert Linear(bias=np.False_).bias == np.False_
+
+
+# every basis refuses a bad parameter at construction, naming it and the bad value (a bad seed
+# used to fail at the first learn_one with NumPy's message, inside an E-DOEBE only at the end of
+# its warm-up; a flag took any truthy value as True; a list kernel gave "unhashable type")
+_SEEDED = [
+    lambda seed: RandomFourierFeatures(n_frequencies=3, seed=seed),
+    lambda seed: RBFNetwork(n_centres=3, seed=seed),
+]
+
+
+@pytest.mark.parametrize("make", _SEEDED, ids=["RandomFourierFeatures", "RBFNetwork"])
+@pytest.mark.parametrize(
+    "seed, error, message",
+    [
+        ("a", TypeError, "seed must be None or an integer, got str 'a'"),
+        (1.5, TypeError, "seed must be None or an integer, got float 1.5"),
+        (True, TypeError, "seed must be None or an integer, got bool True"),
+        ([1, 2], TypeError, r"seed must be None or an integer, got list \[1, 2\]"),
+        (-1, ValueError, "seed must be non-negative, got -1"),
+        (np.int64(-3), ValueError, "seed must be non-negative, got "),
+    ],
+)
+def test_bad_seed_is_refused_at_construction(make, seed, error, message):
+    with pytest.raises(error, match=message):
+        make(seed)
+
+
+@pytest.mark.parametrize("make", _SEEDED, ids=["RandomFourierFeatures", "RBFNetwork"])
+@pytest.mark.parametrize("seed", [None, 0, 7, 2**40, np.int64(3), np.uint32(5)])
+def test_good_seed_is_accepted_and_survives_clone(make, seed):
+    basis = make(seed)
+    assert basis.seed is seed
+    twin = basis.clone()
+    assert twin.seed == seed
+    Z = _data(5)
+    if seed is not None:
+        np.testing.assert_array_equal(basis.featurize(Z), twin.featurize(Z))
+
+
+@pytest.mark.parametrize(
+    "make, name",
+    [
+        (lambda v: RandomFourierFeatures(kernel=v), "kernel"),
+        (lambda v: RandomFourierFeatures(sampler=v), "sampler"),
+        (lambda v: HilbertGP(kernel=v), "kernel"),
+        (lambda v: spectral_density(1.0, kernel=v), "kernel"),
+    ],
+    ids=["RandomFourierFeatures-kernel", "RandomFourierFeatures-sampler", "HilbertGP-kernel",
+         "spectral_density-kernel"],
+)
+@pytest.mark.parametrize("value", [["se"], ("mc",), "SE", "", None, 1, {"se": 1}])
+def test_bad_choice_is_refused_with_its_name(make, name, value):
+    with pytest.raises(ValueError, match=f"unknown {name} {re.escape(repr(value))}; choose one of"):
+        make(value)
+
+
+@pytest.mark.parametrize(
+    "make, name",
+    [
+        (lambda v: Linear(bias=v), "bias"),
+        (lambda v: AdditivePolynomial(bias=v), "bias"),
+        (lambda v: RandomFourierFeatures(optimize_frequencies=v), "optimize_frequencies"),
+    ],
+    ids=["Linear-bias", "AdditivePolynomial-bias", "RandomFourierFeatures-optimize_frequencies"],
+)
+@pytest.mark.parametrize("value", ["no", "", 0, 1, None, [True]])
+def test_bad_flag_is_refused_with_its_name(make, name, value):
+    message = f"{name} must be True or False, got {re.escape(repr(value))}"
+    with pytest.raises(TypeError, match=message):
+        make(value)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda v: Linear(bias=v),
+        lambda v: AdditivePolynomial(bias=v),
+        lambda v: RandomFourierFeatures(n_frequencies=3, seed=0, optimize_frequencies=v),
+    ],
+    ids=["Linear", "AdditivePolynomial", "RandomFourierFeatures"],
+)
+@pytest.mark.parametrize("value", [True, False, np.True_, np.False_])
+def test_flags_take_python_and_numpy_booleans_and_survive_clone(make, value):
+    basis = make(value)
+    twin = basis.clone()
+    Z = _data(5)
+    np.testing.assert_array_equal(basis.featurize(Z), twin.featurize(Z))
+    assert basis.n_outputs == twin.n_outputs
+
+
+def test_a_bad_basis_seed_is_refused_before_an_edoebe_is_built():
+    from river_doebe import EDOEBE
+
+    with pytest.raises(TypeError, match="seed must be None or an integer, got str 'a'"):
+        EDOEBE(families=[RandomFourierFeatures(10, seed="a")], n_warmup=30)
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.__name__)
+def test_default_bases_construct_and_clone(family):
+    basis = family()
+    twin = basis.clone()
+    assert type(twin) is family
+    assert twin._get_params() == basis._get_params()
 
 
 # ------------------------------------------------------------------------- river conventions

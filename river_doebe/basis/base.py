@@ -379,6 +379,14 @@ def _check_positive_int(value, name: str) -> int:
     return int(value)
 
 
+def _check_choice(value, name: str, choices) -> str:
+    """Validate a string option: one of ``choices`` (a list, dict or set is refused with a
+    message naming the parameter, not NumPy's or Python's own)."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"unknown {name} {value!r}; choose one of {sorted(choices)}")
+    return value
+
+
 def _check_lengthscale(value, name: str = "lengthscale") -> np.ndarray:
     """Validate a scalar or ARD length scale; return it as a float64 array (0-d or 1-d)."""
     if isinstance(value, str | bytes | bool):

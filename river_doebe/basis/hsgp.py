@@ -11,6 +11,7 @@ import numpy as np
 from river_doebe.basis.base import (
     _LOG_LS_BOUNDS,
     _ROW0,
+    _check_choice,
     _check_lengthscale,
     _check_positive_int,
     _cotangent,
@@ -56,8 +57,7 @@ def spectral_density(omega, lengthscale=1.0, kernel="se"):
     Convention: ``k(r) = (1 / 2 pi) * integral S(omega) exp(i omega r) d omega``, so that
     ``S(omega) = sqrt(2 pi) l exp(-(l omega)^2 / 2)`` for the squared exponential kernel.
     """
-    if kernel not in _KERNELS:
-        raise ValueError(f"unknown kernel {kernel!r}; choose one of {sorted(_KERNELS)}")
+    _check_choice(kernel, "kernel", _KERNELS)
     l = np.asarray(lengthscale, dtype=np.float64)
     return np.exp(_log_spectral_density(np.asarray(omega, dtype=np.float64), l, kernel)[0])
 
@@ -193,8 +193,7 @@ class HilbertGP(_PositiveHyperBasis):
 
         _check_positive_int(n_features, "n_features")
         self._ls = _check_lengthscale(lengthscale)
-        if kernel not in _KERNELS:
-            raise ValueError(f"unknown kernel {kernel!r}; choose one of {sorted(_KERNELS)}")
+        _check_choice(kernel, "kernel", _KERNELS)
         if (
             isinstance(boundary_factor, bool)
             or not isinstance(boundary_factor, numbers.Real)

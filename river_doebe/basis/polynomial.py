@@ -5,6 +5,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from river_doebe._checks import check_bool
 from river_doebe.basis.base import Basis, _check_positive_int
 from river_doebe.kernels.jit import stack_kernel
 
@@ -70,6 +71,7 @@ class AdditivePolynomial(Basis):
         self.degree = degree
         self.bias = bias
         _check_positive_int(degree, "degree")
+        check_bool("bias", bias)
 
     @classmethod
     def _unit_test_params(cls):

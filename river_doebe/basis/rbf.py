@@ -7,6 +7,7 @@ import warnings
 import numba
 import numpy as np
 
+from river_doebe._checks import check_seed
 from river_doebe.basis.base import (
     _LOG_LS_BOUNDS,
     Basis,
@@ -133,6 +134,7 @@ class RBFNetwork(Basis):
 
         _check_positive_int(n_centres, "n_centres")
         self._ls = _check_lengthscale(lengthscale)
+        check_seed(seed)
         if centres is not None:
             C = np.array(centres, dtype=np.float64)
             if C.ndim != 2 or C.shape[0] != n_centres:

@@ -8,9 +8,11 @@ import zlib
 import numba
 import numpy as np
 
+from river_doebe._checks import check_bool, check_seed
 from river_doebe.basis.base import (
     _LOG_LS_BOUNDS,
     Basis,
+    _check_choice,
     _check_lengthscale,
     _check_positive_int,
     _grown_per_input,
@@ -219,10 +221,10 @@ class RandomFourierFeatures(Basis):
 
         _check_positive_int(n_frequencies, "n_frequencies")
         self._ls = _check_lengthscale(lengthscale)
-        if kernel not in _KERNELS:
-            raise ValueError(f"unknown kernel {kernel!r}; choose one of {sorted(_KERNELS)}")
-        if sampler not in _SAMPLERS:
-            raise ValueError(f"unknown sampler {sampler!r}; choose one of {list(_SAMPLERS)}")
+        _check_choice(kernel, "kernel", _KERNELS)
+        _check_choice(sampler, "sampler", _SAMPLERS)
+        check_seed(seed)
+        check_bool("optimize_frequencies", optimize_frequencies)
         if frequencies is not None:
             eps = np.array(frequencies, dtype=np.float64)
             if eps.ndim != 2 or eps.shape[0] != n_frequencies:
