@@ -441,7 +441,8 @@ class Engine:
             k = refused - 1
             raise FilterError(
                 f"member {int(self.live[k])} ({type(self.stack[k].basis).__name__}) cannot "
-                "learn this sample: its update would not be finite"
+                "learn this sample: its update would not be finite (or its mean step could "
+                "pass 1e300)"
             )
         if self.M == 1:
             self.log_evidence += float(self.loglik[0])
