@@ -20,6 +20,7 @@ from river_doebe.kernels.logistic import (
     logistic_update_stack,
     probit_logits,
 )
+from river_doebe.kernels.stack import flush_stack
 
 __all__ = ["LogisticEngine"]
 
@@ -92,9 +93,14 @@ class LogisticEngine(Engine):
 
         With a zero-mean prior the logistic filter is symmetric under ``theta -> -theta``,
         ``y -> 1 - y``: negating the means (and the cached latent means) is an exact relabelling.
+        The owed updates are applied first, bit for bit as the next sweep would apply them:
+        negating a mean and its owed step apart gives a zero another sign than negating their
+        sum, which is what a prediction made before the flip (it applies them) leads to.
         """
-        self.state.mu[...] *= -1.0
-        self.state.pg[...] *= -1.0  # a member's owed mean step flips with its mean
+        s = self.state
+        if s.pend.any():
+            flush_stack(self._kernel_params, self._kernel_state, self.E)
+        s.mu[...] *= -1.0
         self.mean *= -1.0
         self.logit *= -1.0
 
